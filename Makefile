@@ -1,0 +1,66 @@
+# Prefill: `make run` serves the site with its workers; `make test` runs the whole suite.
+# Every install step lives here so both work on a fresh clone of a fresh machine.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
+
+.PHONY: run test venv check-python migrate content static worker engine lint bench clean
+
+check-python:
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Prefill needs Python 3.11 or newer; found " + sys.version.split()[0] + ". Install python3.11 (or set PYTHON=python3.12) and retry.")'
+	@$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { echo "Python's venv module is missing: run 'sudo apt-get install python3-venv' and retry."; exit 1; }
+
+$(STAMP): pyproject.toml | check-python
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@rm -f $(VENV)/.installed-*
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+migrate: venv
+	$(PY) manage.py migrate --noinput
+
+content: migrate
+	$(PY) manage.py sync_content
+
+static: venv
+	$(PY) manage.py collectstatic --noinput --verbosity 0
+
+# Serve everything on one machine: Redis (started if none answers), Celery workers and beat,
+# gunicorn, and the local llama.cpp engine. Ctrl-C stops all of it.
+run: venv
+	$(PY) -m scripts.services redis
+	$(MAKE) --no-print-directory content static
+	$(PY) -m scripts.services run
+
+# All Celery workers in the foreground: one per enabled target queue, the default queue, beat.
+worker: venv
+	$(PY) -m scripts.services worker
+
+# The local CPU engine only (build llama-server if needed, prepare models, serve both targets).
+engine: venv
+	$(PY) -m engines.local serve
+
+test: venv
+	$(PY) -m scripts.services redis
+	$(PY) -m scripts.test_setup
+	$(PY) -m ruff check .
+	@# pytest exits 5 when it collected nothing: that is a broken suite, not a pass.
+	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$rc
+
+lint: venv
+	$(PY) -m ruff check .
+
+bench: venv
+	@echo "Benchmarks print figures; see README 'Benchmarks'. Examples:"
+	@echo "  $(PY) bench/lesson_page.py"
+	@echo "  $(PY) bench/grading_speed.py"
+	@echo "  $(PY) bench/harness_fidelity.py"
+
+clean:
+	rm -rf $(VENV) var/staticfiles .pytest_cache .ruff_cache

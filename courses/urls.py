@@ -1,0 +1,14 @@
+from django.urls import path
+
+from courses import views
+from courses.views_calculators import calculator_urlpatterns
+
+app_name = "courses"
+
+urlpatterns = [
+    path("", views.course_index, name="index"),
+    path("course/<slug:course_slug>/", views.course_detail, name="course"),
+    path("lessons/<slug:lesson_slug>/", views.lesson_detail, name="lesson"),
+    path("lessons/<slug:lesson_slug>/done/", views.lesson_done, name="lesson-done"),
+    *calculator_urlpatterns,
+]

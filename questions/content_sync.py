@@ -1,0 +1,90 @@
+"""Load question sets from questions/content/*.toml (parsed by questions.bank) into the database."""
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.db import transaction
+
+from core.content import ContentError, SyncReport, save_changed
+from questions.bank import BankError, load_bank
+from questions.models import Question, QuestionSet
+
+
+@dataclass(frozen=True)
+class QuestionRef:
+    path: str
+    lesson: str
+    lab: str
+
+
+@dataclass
+class QuestionSyncResult:
+    report: SyncReport
+    references: dict[str, QuestionRef]
+
+
+def question_spec(question) -> dict:
+    """The question as plain JSON, stored so pages and grading see exactly what was synced."""
+    return json.loads(json.dumps(dataclasses.asdict(question), default=str))
+
+
+@transaction.atomic
+def sync_questions(*, content_dir: Path) -> QuestionSyncResult:
+    report = SyncReport(kind="questions")
+    try:
+        bank = load_bank(content_dir=content_dir)
+    except BankError as error:
+        raise ContentError(path=error.path, line=error.line, message=error.message) from None
+
+    references: dict[str, QuestionRef] = {}
+    live_sets: set[str] = set()
+    live_questions: set[str] = set()
+    for question_set in bank.sets:
+        set_fields = {
+            "title": question_set.title,
+            "summary": question_set.summary,
+            "order": question_set.order,
+            "source_path": f"questions/content/{Path(question_set.path).name}",
+            "retired": False,
+        }
+        set_row = QuestionSet.objects.filter(slug=question_set.slug).first()
+        if set_row is None:
+            set_row = QuestionSet.objects.create(slug=question_set.slug, **set_fields)
+        else:
+            save_changed(set_row, **set_fields)
+        live_sets.add(question_set.slug)
+        for order, question in enumerate(question_set.questions, start=1):
+            fields = {
+                "question_set": set_row,
+                "kind": question.type,
+                "difficulty": question.difficulty,
+                "prompt": question.prompt,
+                "spec": question_spec(question),
+                "rubric_version": question.rubric_version,
+                "lesson_ref": question.lesson or "",
+                "lab_slug": question.lab or "",
+                "order": order,
+                "retired": False,
+            }
+            row = Question.objects.filter(slug=question.slug).first()
+            if row is None:
+                Question.objects.create(slug=question.slug, **fields)
+                report.created.append(question.slug)
+            elif save_changed(row, **fields):
+                report.updated.append(question.slug)
+            else:
+                report.unchanged.append(question.slug)
+            live_questions.add(question.slug)
+            references[question.slug] = QuestionRef(
+                path=set_fields["source_path"], lesson=question.lesson or "", lab=question.lab or ""
+            )
+
+    # Retire, never delete: attempts point at these rows.
+    for row in Question.objects.filter(retired=False).exclude(slug__in=live_questions):
+        row.retired = True
+        row.save(update_fields=["retired"])
+        report.retired.append(row.slug)
+    QuestionSet.objects.filter(retired=False).exclude(slug__in=live_sets).update(retired=True)
+    return QuestionSyncResult(report=report, references=references)

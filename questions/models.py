@@ -1,0 +1,128 @@
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+
+from courses.models import ContentQuerySet
+
+
+class QuestionSet(models.Model):
+    slug = models.SlugField(unique=True)
+    title = models.CharField(max_length=200)
+    summary = models.TextField(blank=True)
+    order = models.PositiveIntegerField(default=0)
+    source_path = models.CharField(max_length=300)
+    retired = models.BooleanField(default=False)
+
+    objects = ContentQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["order", "title"]
+
+    def __str__(self) -> str:
+        return self.title
+
+    def get_absolute_url(self) -> str:
+        return reverse("questions:set", kwargs={"set_slug": self.slug})
+
+
+class Question(models.Model):
+    """One question as loaded from its set file. `spec` is the whole question as the file says."""
+
+    class Kind(models.TextChoices):
+        FREE_TEXT = "free_text", "Free text"
+        NUMERIC = "numeric", "Numeric"
+        MULTIPLE_CHOICE = "multiple_choice", "Multiple choice"
+
+    class Difficulty(models.TextChoices):
+        INTRO = "intro", "Intro"
+        CORE = "core", "Core"
+        ADVANCED = "advanced", "Advanced"
+
+    question_set = models.ForeignKey(QuestionSet, on_delete=models.PROTECT, related_name="questions")
+    slug = models.SlugField(unique=True)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    difficulty = models.CharField(max_length=10, choices=Difficulty.choices)
+    prompt = models.TextField()
+    spec = models.JSONField()
+    rubric_version = models.CharField(max_length=32)
+    lesson_ref = models.CharField(max_length=200, blank=True)
+    lab_slug = models.SlugField(blank=True)
+    order = models.PositiveIntegerField(default=0)
+    retired = models.BooleanField(default=False)
+
+    objects = ContentQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["question_set__order", "order"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    def get_absolute_url(self) -> str:
+        return reverse("questions:question", kwargs={"question_slug": self.slug})
+
+
+class Attempt(models.Model):
+    """A learner's answer and how it was graded. Never deleted by a content sync."""
+
+    class JudgeStatus(models.TextChoices):
+        NONE = "none", "Rubric only"
+        PENDING = "pending", "LLM judge pending"
+        DONE = "done", "LLM judge done"
+        FAILED = "failed", "LLM judge failed (rubric result kept)"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="attempts")
+    question = models.ForeignKey(Question, on_delete=models.PROTECT, related_name="attempts")
+    follow_up = models.SlugField(blank=True, help_text="Empty for the main question")
+    answer = models.TextField()
+    score = models.FloatField()
+    max_score = models.FloatField()
+    result = models.JSONField(help_text="Per-criterion results, misconceptions, evidence")
+    rubric_version = models.CharField(max_length=32)
+    judge_status = models.CharField(max_length=10, choices=JudgeStatus.choices, default=JudgeStatus.NONE)
+    judge_result = models.JSONField(null=True, blank=True)
+    flagged_for_review = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["user", "question", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.user} · {self.question.slug} · {self.score}/{self.max_score}"
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.score / self.max_score) if self.max_score else 0
+
+    def get_absolute_url(self) -> str:
+        return reverse("questions:attempt", kwargs={"attempt_id": self.pk})
+
+
+class ModelAnswerReveal(models.Model):
+    """Recorded when a learner chose to see the model answer before attempting."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    question = models.ForeignKey(Question, on_delete=models.CASCADE)
+    revealed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "question"], name="reveal_unique_user_question"),
+        ]
+
+
+class ReviewCard(models.Model):
+    """FSRS scheduling state of one question for one learner."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="review_cards")
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="review_cards")
+    card = models.JSONField(help_text="fsrs.Card.to_dict()")
+    due = models.DateTimeField(db_index=True)
+    last_rating = models.PositiveSmallIntegerField(null=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "question"], name="review_unique_user_question"),
+        ]
+        ordering = ["due"]

@@ -1,0 +1,85 @@
+"""Write-side logic for practice: grading an answer into an Attempt, reveals, rate limits."""
+
+import time
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.cache import cache
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from questions.grading import grade
+from questions.models import Attempt, ModelAnswerReveal, Question
+from questions.review import schedule_review
+from questions.selectors import bank_question
+
+MAX_ANSWER_CHARS = 10_000
+
+
+class RateLimited(Exception):
+    def __init__(self, *, retry_after_s: int) -> None:
+        self.retry_after_s = retry_after_s
+        super().__init__(f"You have sent a lot of answers in the last minute. Try again in {retry_after_s} s.")
+
+
+def clean_answer(*, answer: str) -> str:
+    text = answer.replace("\r\n", "\n").strip()
+    if not text:
+        raise ValidationError("Write an answer before submitting: the box is empty.", code="empty")
+    if len(text) > MAX_ANSWER_CHARS:
+        raise ValidationError(
+            f"Your answer is {len(text):,} characters; the limit is {MAX_ANSWER_CHARS:,}. "
+            "An interview answer fits in a few paragraphs.",
+            code="too_long",
+        )
+    return text
+
+
+def check_rate_limit(*, user: AbstractBaseUser) -> None:
+    """A fixed one-minute window per user, counted in the shared cache."""
+    window = int(time.time() // 60)
+    key = f"grading-rate:{user.pk}:{window}"
+    count = cache.get_or_set(key, 0, timeout=120)
+    if count >= settings.GRADING_RATE_LIMIT_PER_MINUTE:
+        raise RateLimited(retry_after_s=60 - int(time.time() % 60))
+    try:
+        cache.incr(key)
+    except ValueError:
+        cache.set(key, 1, timeout=120)
+
+
+def _gradable(*, question: Question, follow_up: str):
+    spec = bank_question(slug=question.slug)
+    if not follow_up:
+        return spec
+    for item in spec.follow_ups:
+        if item.slug == follow_up:
+            return item
+    raise ValidationError(f"This question has no follow-up called '{follow_up}'.", code="unknown_follow_up")
+
+
+def submit_answer(*, user: AbstractBaseUser, question: Question, answer: str, follow_up: str = "") -> Attempt:
+    text = clean_answer(answer=answer)
+    gradable = _gradable(question=question, follow_up=follow_up)
+    check_rate_limit(user=user)
+    result = grade(question=gradable, answer=text)
+    data = result.to_dict()
+    with transaction.atomic():
+        attempt = Attempt.objects.create(
+            user=user,
+            question=question,
+            follow_up=follow_up,
+            answer=text,
+            score=data["score"],
+            max_score=data["max_score"],
+            result=data,
+            rubric_version=question.rubric_version,
+        )
+        if not follow_up:
+            percent = 100 * data["score"] / data["max_score"] if data["max_score"] else 0
+            schedule_review(user=user, question=question, percent=percent)
+    return attempt
+
+
+def reveal_model_answer(*, user: AbstractBaseUser, question: Question) -> None:
+    ModelAnswerReveal.objects.get_or_create(user=user, question=question)

@@ -1,0 +1,193 @@
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from courses.selectors import lesson_ref_link
+from labs.models import Lab
+from questions import selectors, services
+from questions.forms import AnswerForm, ChoiceAnswerForm, NumericAnswerForm
+from questions.models import Attempt, Question, QuestionSet
+from questions.review import due_reviews, upcoming_reviews
+
+
+@require_GET
+def set_index(request: HttpRequest) -> HttpResponse:
+    return render(request, "questions/index.html", {"sets": selectors.set_list(user=request.user)})
+
+
+@require_GET
+def set_detail(request: HttpRequest, set_slug: str) -> HttpResponse:
+    question_set = get_object_or_404(QuestionSet.objects.live(), slug=set_slug)
+    questions = selectors.questions_in_set(question_set=question_set, user=request.user)
+    return render(request, "questions/set.html", {"question_set": question_set, "questions": questions})
+
+
+def _answer_form(question: Question, data=None, *, follow_up: str = ""):
+    initial = {"follow_up": follow_up}
+    if follow_up or question.kind == Question.Kind.FREE_TEXT:
+        return AnswerForm(data, initial=initial)
+    if question.kind == Question.Kind.NUMERIC:
+        return NumericAnswerForm(data, initial=initial)
+    choices = [choice["text"] for choice in question.spec.get("choices", [])]
+    return ChoiceAnswerForm(data, initial=initial, choices=choices)
+
+
+def _criteria_rows(*, rubric: list[dict], result: dict) -> list[dict]:
+    """Join each criterion's result with what earns it, in the rubric's order."""
+    by_id = {item["id"]: item for item in result.get("criteria", [])}
+    rows = []
+    for criterion in rubric:
+        outcome = by_id.get(criterion["id"], {})
+        rows.append({"earns": criterion.get("earns", ""), **outcome})
+    return rows
+
+
+def _question_context(request: HttpRequest, question: Question, *, form=None, follow_up_forms=None) -> dict:
+    user = request.user
+    follow_ups = []
+    latest = None
+    if user.is_authenticated:
+        latest = selectors.attempts_for(user=user, question=question, follow_up="").first()
+    for item in question.spec.get("follow_ups", []):
+        follow_up_latest = None
+        if user.is_authenticated:
+            follow_up_latest = selectors.attempts_for(user=user, question=question, follow_up=item["slug"]).first()
+        follow_ups.append(
+            {
+                "spec": item,
+                "form": (follow_up_forms or {}).get(item["slug"]) or _answer_form(question, follow_up=item["slug"]),
+                "latest": follow_up_latest,
+                "rows": _criteria_rows(rubric=item.get("rubric", []), result=follow_up_latest.result) if follow_up_latest else [],
+            }
+        )
+    lab = Lab.objects.live().filter(slug=question.lab_slug).first() if question.lab_slug else None
+    return {
+        "question": question,
+        "spec": question.spec,
+        "form": form or _answer_form(question),
+        "latest": latest,
+        "rows": _criteria_rows(rubric=question.spec.get("rubric", []), result=latest.result) if latest else [],
+        "show_model_answer": selectors.may_see_model_answer(user=user, question=question),
+        "follow_ups": follow_ups,
+        "history": selectors.attempts_for(user=user, question=question, follow_up="")[:10] if user.is_authenticated else [],
+        "lesson_link": lesson_ref_link(ref=question.lesson_ref) if question.lesson_ref else None,
+        "lab": lab,
+    }
+
+
+@require_http_methods(["GET", "POST"])
+def question_detail(request: HttpRequest, question_slug: str) -> HttpResponse:
+    question = get_object_or_404(Question.objects.live().select_related("question_set"), slug=question_slug)
+    if request.method == "GET":
+        return render(request, "questions/question.html", _question_context(request, question))
+    if not request.user.is_authenticated:
+        return redirect(f"{request.build_absolute_uri('/accounts/login/')}?next={question.get_absolute_url()}")
+
+    follow_up = request.POST.get("follow_up", "")
+    form = _answer_form(question, request.POST, follow_up=follow_up)
+    partial = f"questions/question.html#follow-up-{follow_up}" if follow_up else "questions/question.html#answer-panel"
+    if follow_up and selectors.follow_up_spec(question=question, follow_up=follow_up) is None:
+        raise Http404("No such follow-up")
+    status = 200
+    if form.is_valid():
+        try:
+            attempt = services.submit_answer(
+                user=request.user, question=question, answer=str(form.cleaned_data["answer"] or ""), follow_up=follow_up
+            )
+        except ValidationError as error:
+            form.add_error("answer", error)
+            status = 422
+        except services.RateLimited as error:
+            form.add_error(None, str(error))
+            status = 429
+        else:
+            if not request.htmx:
+                return redirect(f"{question.get_absolute_url()}#{'follow-up-' + follow_up if follow_up else 'feedback'}")
+            context = _question_context(request, question)
+            return _render_follow_up(request, context, follow_up) if follow_up else render(request, partial, context)
+    else:
+        status = 422
+    forms = {follow_up: form} if follow_up else None
+    context = _question_context(request, question, form=None if follow_up else form, follow_up_forms=forms)
+    if request.htmx:
+        response = _render_follow_up(request, context, follow_up) if follow_up else render(request, partial, context)
+        # htmx ignores 4xx bodies by default; the form errors are the body, so answer 200.
+        return response
+    return render(request, "questions/question.html", context, status=status)
+
+
+def _render_follow_up(request: HttpRequest, context: dict, follow_up: str) -> HttpResponse:
+    item = next(item for item in context["follow_ups"] if item["spec"]["slug"] == follow_up)
+    return render(request, "questions/question.html#follow-up", {**context, "item": item})
+
+
+@login_required
+@require_POST
+def reveal(request: HttpRequest, question_slug: str) -> HttpResponse:
+    question = get_object_or_404(Question.objects.live(), slug=question_slug)
+    services.reveal_model_answer(user=request.user, question=question)
+    if request.htmx:
+        return render(request, "questions/question.html#model-answer", _question_context(request, question))
+    return redirect(f"{question.get_absolute_url()}#model-answer")
+
+
+@login_required
+@require_GET
+def attempt_detail(request: HttpRequest, attempt_id: int) -> HttpResponse:
+    # Filtering by user turns someone else's attempt id into a plain 404.
+    attempt = get_object_or_404(Attempt.objects.select_related("question"), pk=attempt_id, user=request.user)
+    question = attempt.question
+    rubric = question.spec.get("rubric", [])
+    if attempt.follow_up:
+        rubric = (selectors.follow_up_spec(question=question, follow_up=attempt.follow_up) or {}).get("rubric", [])
+    context = {
+        "attempt": attempt,
+        "question": question,
+        "rows": _criteria_rows(rubric=rubric, result=attempt.result),
+        "follow_up_spec": selectors.follow_up_spec(question=question, follow_up=attempt.follow_up) if attempt.follow_up else None,
+        "stale_rubric": attempt.rubric_version != question.rubric_version,
+    }
+    return render(request, "questions/attempt.html", context)
+
+
+@login_required
+@require_GET
+def review(request: HttpRequest) -> HttpResponse:
+    return render(
+        request,
+        "questions/review.html",
+        {"due": due_reviews(user=request.user), "upcoming": upcoming_reviews(user=request.user)},
+    )
+
+
+@login_required
+@require_GET
+def mock_interview(request: HttpRequest, set_slug: str) -> HttpResponse:
+    question_set = get_object_or_404(QuestionSet.objects.live(), slug=set_slug)
+    questions = list(question_set.questions.live().filter(kind=Question.Kind.FREE_TEXT))
+    if not questions:
+        messages.info(request, "This set has no free-text questions for a mock interview.")
+        return redirect(question_set.get_absolute_url())
+    try:
+        step = max(0, int(request.GET.get("step", "0")))
+    except ValueError:
+        step = 0
+    try:
+        minutes = min(30, max(1, int(request.GET.get("minutes", "4"))))
+    except ValueError:
+        minutes = 4
+    if step >= len(questions):
+        return render(request, "questions/interview_done.html", {"question_set": question_set, "questions": questions})
+    question = questions[step]
+    context = {
+        **_question_context(request, question),
+        "question_set": question_set,
+        "step": step,
+        "total": len(questions),
+        "minutes": minutes,
+        "next_url": f"?step={step + 1}&minutes={minutes}",
+    }
+    return render(request, "questions/interview.html", context)

@@ -1,0 +1,184 @@
+"""Start what Prefill needs on one machine and stop all of it on Ctrl-C.
+
+`make run` calls `python -m scripts.services run`: make sure Redis answers (start a private
+redis-server under var/ when none does), then start the Celery worker(s), the beat scheduler and
+gunicorn, print the URL and wait. Every child is in its own process group and gets SIGTERM, then
+SIGKILL after a grace period, so nothing is left running.
+"""
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+ROOT = Path(__file__).resolve().parent.parent
+VAR = Path(os.environ.get("PREFILL_VAR_DIR", ROOT / "var"))
+
+
+@dataclass
+class Child:
+    name: str
+    process: subprocess.Popen
+
+
+def redis_answers(url: str, *, timeout_s: float = 1.0) -> bool:
+    """PING over a raw socket, so this works before the project's packages are importable."""
+    parsed = urlparse(url)
+    host, port = parsed.hostname or "127.0.0.1", parsed.port or 6379
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as sock:
+            if parsed.password:
+                sock.sendall(f"AUTH {parsed.password}\r\n".encode())
+                sock.recv(64)
+            sock.sendall(b"PING\r\n")
+            return sock.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def start_redis(url: str) -> Child | None:
+    """Start a local redis-server on REDIS_URL's port when nothing answers there."""
+    if redis_answers(url):
+        return None
+    parsed = urlparse(url)
+    if parsed.hostname not in {"127.0.0.1", "localhost", "::1"}:
+        sys.exit(f"Redis does not answer at REDIS_URL={url} and it is not local, so it cannot be started here.")
+    binary = shutil.which("redis-server")
+    if binary is None:
+        sys.exit("No Redis answers at REDIS_URL and redis-server is not installed: run `sudo apt-get install redis-server` (Debian/Ubuntu) or set REDIS_URL.")
+    data_dir = VAR / "redis"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    port = parsed.port or 6379
+    process = subprocess.Popen(
+        [binary, "--bind", "127.0.0.1", "--port", str(port), "--dir", str(data_dir),
+         "--appendonly", "yes", "--save", "60 1", "--logfile", str(data_dir / "redis.log")],
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if redis_answers(url):
+            print(f"Started redis-server on 127.0.0.1:{port} (data in {data_dir})", flush=True)
+            return Child("redis", process)
+        if process.poll() is not None:
+            sys.exit(f"redis-server exited with code {process.returncode}; see {data_dir / 'redis.log'}")
+        time.sleep(0.1)
+    process.terminate()
+    sys.exit(f"redis-server did not answer on port {port} within 10 s; see {data_dir / 'redis.log'}")
+
+
+def _spawn(name: str, argv: list[str], env: dict[str, str]) -> Child:
+    return Child(name, subprocess.Popen(argv, cwd=ROOT, env=env, start_new_session=True))
+
+
+def worker_commands(*, python: str) -> list[tuple[str, list[str]]]:
+    """One Celery worker for the default queue, one per enabled target queue, plus beat.
+
+    The target queues are asked from the database, so a target added by staff gets its worker on
+    the next start.
+    """
+    queues = subprocess.run(
+        [python, "manage.py", "worker_queues"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    target_queues = [line for line in queues.stdout.split() if line] if queues.returncode == 0 else []
+    celery = [python, "-m", "celery", "-A", "config"]
+    commands = [("worker:default", [*celery, "worker", "-Q", "default", "-c", "2", "-n", "default@%h", "--loglevel", "INFO"])]
+    for queue in target_queues:
+        # Concurrency 1 per target: runs on one engine never overlap.
+        commands.append((f"worker:{queue}", [*celery, "worker", "-Q", queue, "-c", "1", "-n", f"{queue}@%h", "--loglevel", "INFO"]))
+    commands.append(("beat", [*celery, "beat", "--loglevel", "INFO", "-s", str(VAR / "celerybeat-schedule")]))
+    return commands
+
+
+def stop_all(children: list[Child], *, grace_s: float = 10.0) -> None:
+    for child in reversed(children):
+        if child.process.poll() is None:
+            try:
+                os.killpg(child.process.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    deadline = time.monotonic() + grace_s
+    for child in reversed(children):
+        remaining = max(0.1, deadline - time.monotonic())
+        try:
+            child.process.wait(timeout=remaining)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(child.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            child.process.wait()
+
+
+def run(*, host: str, port: int, with_web: bool, with_workers: bool, with_engine: bool) -> int:
+    env = dict(os.environ)
+    redis_url = env.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
+    python = sys.executable
+    children: list[Child] = []
+
+    def handle_signal(signum, frame):  # noqa: ARG001 - signal handler signature
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handle_signal)
+    try:
+        redis_child = start_redis(redis_url)
+        if redis_child:
+            children.append(redis_child)
+        if with_engine:
+            children.append(_spawn("engine", [python, "-m", "engines.local", "serve", "--register"], env))
+        if with_workers:
+            for name, argv in worker_commands(python=python):
+                children.append(_spawn(name, argv, env))
+        if with_web:
+            children.append(
+                _spawn(
+                    "web",
+                    [python, "-m", "gunicorn", "config.wsgi", "--bind", f"{host}:{port}", "--workers", "2",
+                     "--threads", "4", "--access-logfile", "-", "--graceful-timeout", "5"],
+                    env,
+                )
+            )
+            print(f"\nPrefill is running: http://{host}:{port}/   (Ctrl-C stops everything)\n", flush=True)
+        while True:
+            for child in children:
+                code = child.process.poll()
+                if code is not None:
+                    print(f"{child.name} exited with code {code}; stopping the rest.", file=sys.stderr, flush=True)
+                    return 1
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        print("\nStopping…", flush=True)
+        return 0
+    finally:
+        stop_all(children)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m scripts.services")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run_parser = sub.add_parser("run", help="Redis (if needed), workers, beat, web")
+    run_parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
+    run_parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+    run_parser.add_argument("--no-engine", action="store_true", help="Do not start the local llama.cpp engine")
+    sub.add_parser("worker", help="Redis (if needed), workers and beat in the foreground")
+    sub.add_parser("redis", help="Make sure Redis answers at REDIS_URL; start it in the background if not")
+    args = parser.parse_args()
+    if args.command == "redis":
+        child = start_redis(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
+        if child:
+            print(f"redis-server pid {child.process.pid} left running in the background")
+        return
+    if args.command == "worker":
+        sys.exit(run(host="", port=0, with_web=False, with_workers=True, with_engine=False))
+    with_engine = not args.no_engine and os.environ.get("LOCAL_ENGINES", "llamacpp") != ""
+    sys.exit(run(host=args.host, port=args.port, with_web=True, with_workers=True, with_engine=with_engine))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""Shared fixtures: users, free ports, private service instances, a browser."""
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def make_user(db, django_user_model):
+    def make(username: str = "ada", password: str = "a-long-test-password-42", **extra):
+        return django_user_model.objects.create_user(username=username, password=password, **extra)
+
+    return make
+
+
+@pytest.fixture
+def user(make_user):
+    return make_user()
+
+
+@pytest.fixture
+def logged_in_client(client, user):
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def private_redis():
+    """A redis-server of our own on a free port, for tests that stop or restart Redis."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail("redis-server is not installed: `apt-get install redis-server`")
+    port = free_port()
+    data_dir = tempfile.mkdtemp(prefix="prefill-redis-")
+    process = subprocess.Popen(
+        [binary, "--bind", "127.0.0.1", "--port", str(port), "--dir", data_dir, "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                break
+        except OSError:
+            time.sleep(0.05)
+    yield {"url": url, "port": port, "process": process}
+    process.terminate()
+    process.wait(timeout=10)
+    shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def chromium_path() -> str | None:
+    return os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or shutil.which("chromium-browser")
