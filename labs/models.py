@@ -27,3 +27,134 @@ class Lab(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("labs:lab", kwargs={"lab_slug": self.slug})
+
+
+class InferenceTarget(models.Model):
+    """An engine learners can measure, configured by staff only. Learners see the name, never the URL."""
+
+    class Kind(models.TextChoices):
+        VLLM = "vllm", "vLLM"
+        OLLAMA = "ollama", "Ollama"
+        LLAMACPP = "llamacpp", "llama.cpp server"
+        OPENAI_COMPATIBLE = "openai-compatible", "OpenAI-compatible"
+
+    class Api(models.TextChoices):
+        OPENAI_COMPLETIONS = "openai-completions", "OpenAI /v1/completions"
+        OPENAI_CHAT = "openai-chat", "OpenAI /v1/chat/completions"
+        OLLAMA_GENERATE = "ollama-generate", "Ollama /api/generate"
+        OLLAMA_CHAT = "ollama-chat", "Ollama /api/chat"
+
+    name = models.CharField(max_length=100, unique=True)
+    slug = models.SlugField(max_length=60, unique=True, help_text="Also names the Celery queue: target-<slug>")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    api = models.CharField(max_length=24, choices=Api.choices, default=Api.OPENAI_COMPLETIONS)
+    base_url = models.URLField(help_text="Seen by staff only")
+    model_names = models.JSONField(default=list, help_text="Model names served; the first is the default")
+    api_key = models.CharField(max_length=300, blank=True, help_text="Stored, never rendered")
+    description = models.TextField(blank=True)
+    synthetic_text = models.BooleanField(default=False, help_text="Generated model: real timings, meaningless words")
+
+    hardware_name = models.CharField(max_length=100, blank=True)
+    hardware_slug = models.SlugField(blank=True, help_text="Row of the hardware catalogue, if any")
+    memory_bandwidth_bytes_s = models.FloatField(null=True, blank=True)
+    peak_flops = models.FloatField(null=True, blank=True, help_text="Dense FLOP/s at the serving precision")
+    memory_bytes = models.FloatField(null=True, blank=True)
+    model_bytes = models.JSONField(default=dict, blank=True, help_text="Weight bytes per model name, for speed-of-light bounds")
+
+    max_concurrency = models.PositiveIntegerField(default=64)
+    max_prompt_tokens = models.PositiveIntegerField(default=4096)
+    max_output_tokens = models.PositiveIntegerField(default=2048)
+    max_requests_per_run = models.PositiveIntegerField(default=500)
+    max_run_seconds = models.PositiveIntegerField(default=600)
+    runs_per_learner_per_day = models.PositiveIntegerField(default=30)
+    price_per_gpu_hour = models.DecimalField(max_digits=8, decimal_places=3, null=True, blank=True)
+
+    capabilities = models.JSONField(default=dict, blank=True)
+    engine_version = models.CharField(max_length=100, blank=True)
+    probed_at = models.DateTimeField(null=True, blank=True)
+    probe_error = models.TextField(blank=True)
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def queue_name(self) -> str:
+        return f"target-{self.slug}"
+
+    @property
+    def default_model(self) -> str:
+        return self.model_names[0] if self.model_names else ""
+
+
+class LabRun(models.Model):
+    """One learner's measured run. The database, not the broker, is the source of truth."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
+
+    user = models.ForeignKey("auth.User", on_delete=models.CASCADE, related_name="lab_runs")
+    lab = models.ForeignKey(Lab, on_delete=models.PROTECT, related_name="runs")
+    target = models.ForeignKey(InferenceTarget, on_delete=models.PROTECT, related_name="runs")
+    model_name = models.CharField(max_length=200)
+    params = models.JSONField()
+    prediction = models.TextField(blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    dispatch_count = models.PositiveSmallIntegerField(default=0)
+    requeue_count = models.PositiveSmallIntegerField(default=0)
+    cancel_requested = models.BooleanField(default=False)
+    progress = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    summary = models.JSONField(null=True, blank=True)
+    result_meta = models.JSONField(default=dict, blank=True, help_text="Schema version, spec, target (public), server metrics")
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["target", "status", "created_at"]),
+            models.Index(fields=["user", "-created_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} · {self.lab.slug} on {self.target.name} · {self.status}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE
+
+    def get_absolute_url(self) -> str:
+        return reverse("labs:run", kwargs={"run_id": self.pk})
+
+
+class RunRequest(models.Model):
+    """One measured request of a run, written as it lands so a crash keeps what was measured."""
+
+    run = models.ForeignKey(LabRun, on_delete=models.CASCADE, related_name="requests")
+    index = models.PositiveIntegerField()
+    warmup = models.BooleanField(default=False)
+    step = models.JSONField(default=dict, help_text="The swept parameter values of this request")
+    ttft_s = models.FloatField(null=True)
+    tpot_s = models.FloatField(null=True)
+    e2e_s = models.FloatField(null=True)
+    output_tokens = models.PositiveIntegerField(null=True)
+    prompt_tokens = models.PositiveIntegerField(null=True)
+    error_kind = models.CharField(max_length=40, blank=True)
+    record = models.JSONField(help_text="The measurement library's full record")
+
+    class Meta:
+        ordering = ["index"]
+        constraints = [models.UniqueConstraint(fields=["run", "index"], name="runrequest_unique_index")]
