@@ -2,6 +2,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 
 from courses.models import LessonProgress
+from labs.models import LabRun
 from questions.models import Attempt, ReviewCard
 
 
@@ -22,4 +23,5 @@ def learner_activity(*, user: AbstractBaseUser) -> dict:
         "recent_attempts": attempts,
         "attempt_count": Attempt.objects.filter(user=user).count(),
         "reviews_due": ReviewCard.objects.filter(user=user, due__lte=timezone.now()).count(),
+        "lab_runs": LabRun.objects.filter(user=user).select_related("lab", "target").order_by("-created_at")[:20],
     }

@@ -18,9 +18,7 @@ urlpatterns = [
     ),
     path(
         "password/done/",
-        auth_views.PasswordChangeDoneView.as_view(
-            template_name="accounts/password_change_done.html"
-        ),
+        auth_views.PasswordChangeDoneView.as_view(template_name="accounts/password_change_done.html"),
         name="password_change_done",
     ),
 ]

@@ -10,8 +10,8 @@ if len(os.environ["SECRET_KEY"]) < 50 or len(set(os.environ["SECRET_KEY"])) < 5:
     raise ConfigError("SECRET_KEY is too short or too repetitive; use 50+ random characters")
 os.environ.setdefault("DEBUG", "false")
 
-from config.settings import *  # noqa: E402, F403
-from config.settings import STORAGES  # noqa: E402
+from config.settings import *  # noqa: F403
+from config.settings import STORAGES
 
 if DEBUG:  # noqa: F405
     raise ConfigError("DEBUG must be false in production (unset it or set DEBUG=false)")

@@ -116,6 +116,9 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+# Without collectstatic (tests, development) whitenoise serves straight from the app directories.
+WHITENOISE_USE_FINDERS = DEBUG
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -164,3 +167,12 @@ CONTENT_DIRS = {
 }
 
 GRADING_RATE_LIMIT_PER_MINUTE = env_int("GRADING_RATE_LIMIT_PER_MINUTE", default=20, minimum=1)
+
+# Lab runs: a running run whose heartbeat is older than this is presumed to have lost its worker;
+# a queued run dispatched longer ago than LAB_REDISPATCH_AFTER_S onto an empty queue is re-sent.
+LAB_HEARTBEAT_S = env_int("LAB_HEARTBEAT_S", default=5, minimum=1)
+LAB_HEARTBEAT_STALE_S = env_int("LAB_HEARTBEAT_STALE_S", default=45, minimum=5)
+LAB_REDISPATCH_AFTER_S = env_int("LAB_REDISPATCH_AFTER_S", default=60, minimum=5)
+CELERY_BEAT_SCHEDULE = {
+    "reap-stale-runs": {"task": "workers.tasks.reap_stale_runs", "schedule": 20.0},
+}

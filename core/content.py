@@ -80,9 +80,7 @@ def content_hash(*parts: str) -> str:
 SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
 
-def require(
-    data: dict, key: str, kind: type | tuple[type, ...], *, path: Path, text: str, context: str = ""
-):
+def require(data: dict, key: str, kind: type | tuple[type, ...], *, path: Path, text: str, context: str = ""):
     """Return data[key] if present and of the right type, else a ContentError naming the line."""
     where = f" in {context}" if context else ""
     if key not in data:
@@ -92,9 +90,7 @@ def require(
     if not isinstance(value, kind):
         expected = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         line = line_of(text=text, pattern=rf"^\s*{re.escape(key)}\s*=")
-        raise ContentError(
-            path=path, line=line, message=f"'{key}'{where} must be a {expected}, got {value!r:.60}"
-        )
+        raise ContentError(path=path, line=line, message=f"'{key}'{where} must be a {expected}, got {value!r:.60}")
     return value
 
 

@@ -60,12 +60,18 @@ def parse_lesson_file(path: Path) -> LessonFile:
     title = require(front, "title", str, path=path, text=text)
     minutes = front.get("minutes", 10)
     if not isinstance(minutes, int) or not 1 <= minutes <= 240:
-        raise ContentError(path=path, line=line_of(text=text, pattern=r"^minutes\s*="), message="'minutes' must be a whole number from 1 to 240")
+        raise ContentError(
+            path=path,
+            line=line_of(text=text, pattern=r"^minutes\s*="),
+            message="'minutes' must be a whole number from 1 to 240",
+        )
     lists = {}
     for key in ("objectives", "practice", "labs"):
         value = front.get(key, [])
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-            raise ContentError(path=path, line=line_of(text=text, pattern=rf"^{key}\s*="), message=f"'{key}' must be a list of strings")
+            raise ContentError(
+                path=path, line=line_of(text=text, pattern=rf"^{key}\s*="), message=f"'{key}' must be a list of strings"
+            )
         lists[key] = value
     if not lists["objectives"]:
         raise ContentError(path=path, line=2, message="'objectives' must list what the learner will be able to do")
@@ -78,7 +84,7 @@ def parse_lesson_file(path: Path) -> LessonFile:
         objectives=lists["objectives"],
         practice=lists["practice"],
         labs=lists["labs"],
-        body="\n".join(lines[closing + 1 :]).strip("\n") + "\n",
+        body="\n".join(lines[closing + 1 :]).rstrip("\n") + "\n",
         body_line_offset=closing + 1,
         text=text,
     )
@@ -98,7 +104,11 @@ def _parse_course(path: Path) -> tuple[dict, str]:
         lessons = require(module, "lessons", list, path=path, text=text, context=f"module '{slug}'")
         for lesson_slug in lessons:
             if lesson_slug in seen:
-                raise ContentError(path=path, line=line_of(text=text, pattern=re.escape(f'"{lesson_slug}"')), message=f"lesson '{lesson_slug}' is listed twice")
+                raise ContentError(
+                    path=path,
+                    line=line_of(text=text, pattern=re.escape(f'"{lesson_slug}"')),
+                    message=f"lesson '{lesson_slug}' is listed twice",
+                )
             seen.add(lesson_slug)
     return data, text
 
@@ -137,9 +147,7 @@ def sync_courses(*, content_dir: Path) -> CourseSyncResult:
         links[slug] = rendered.links
         rendered_ok[slug] = lesson_file
 
-    course, created = Course.objects.get_or_create(
-        slug=course_data["slug"], defaults={"title": course_data["title"]}
-    )
+    course, _ = Course.objects.get_or_create(slug=course_data["slug"], defaults={"title": course_data["title"]})
     save_changed(course, title=course_data["title"], summary=course_data.get("summary", ""), retired=False)
     Course.objects.exclude(pk=course.pk).filter(retired=False).update(retired=True)
 
@@ -150,7 +158,13 @@ def sync_courses(*, content_dir: Path) -> CourseSyncResult:
         module, _ = Module.objects.get_or_create(
             course=course, slug=module_data["slug"], defaults={"title": module_data["title"], "order": module_order}
         )
-        save_changed(module, title=module_data["title"], summary=module_data.get("summary", ""), order=module_order, retired=False)
+        save_changed(
+            module,
+            title=module_data["title"],
+            summary=module_data.get("summary", ""),
+            order=module_order,
+            retired=False,
+        )
         live_modules.add(module.pk)
         for slug in module_data["lessons"]:
             position += 1
@@ -186,4 +200,3 @@ def sync_courses(*, content_dir: Path) -> CourseSyncResult:
         report.retired.append(lesson.slug)
     Module.objects.filter(retired=False).exclude(pk__in=live_modules).update(retired=True)
     return CourseSyncResult(report=report, anchors=anchors, links=links, lesson_files=rendered_ok)
-

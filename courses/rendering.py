@@ -122,7 +122,7 @@ class _InlineMathProcessor(InlineProcessor):
         super().__init__(pattern, md)
         self.renderer = renderer
 
-    def handleMatch(self, m: re.Match, data: str):  # noqa: N802 - Markdown's API name
+    def handleMatch(self, m: re.Match, data: str):
         html = self.renderer.inline_math(m.group(1))
         return self.md.htmlStash.store(html), m.start(0), m.end(0)
 
@@ -153,7 +153,7 @@ class _PrefillExtension(Extension):
         super().__init__()
         self.renderer = renderer
 
-    def extendMarkdown(self, md: markdown.Markdown) -> None:  # noqa: N802 - Markdown's API name
+    def extendMarkdown(self, md: markdown.Markdown) -> None:
         md.ESCAPED_CHARS.append("$")
         md.preprocessors.register(_DirectivePreprocessor(md, self.renderer), "prefill_directives", 20)
         # Below backticks (190) so `$x$` inside code stays code; above emphasis so _ in TeX is safe.
@@ -222,9 +222,7 @@ class LessonRenderer:
                         message=f"malformed internal link '{match.group(1)}' "
                         "(use lesson:SLUG#anchor, question:SLUG or lab:SLUG)",
                     )
-                self.links.append(
-                    InternalLink(link["kind"], link["slug"], link["anchor"], number + self.line_offset)
-                )
+                self.links.append(InternalLink(link["kind"], link["slug"], link["anchor"], number + self.line_offset))
         self._source_lines = body.splitlines()
 
     def _source_line(self, needle: str) -> int | None:
@@ -247,14 +245,14 @@ class LessonRenderer:
         line = self._source_line(first) or line
         try:
             mathml = latex_to_mathml(tex.strip(), display="block")
-        except Exception as error:  # noqa: BLE001 - latex2mathml raises many types
+        except Exception as error:
             raise RenderError(line=line, message=f"cannot render math '{tex.strip()[:60]}': {error}") from None
         return f'<div class="math-display">{mathml}</div>'
 
     def inline_math(self, tex: str) -> str:
         try:
             return latex_to_mathml(tex)
-        except Exception as error:  # noqa: BLE001
+        except Exception as error:
             line = self._source_line(f"${tex}$")
             raise RenderError(line=line, message=f"cannot render math '{tex[:60]}': {error}") from None
 

@@ -40,8 +40,11 @@ def course_outline(*, user: AbstractBaseUser | AnonymousUser) -> dict:
         return {"course": None, "modules": [], "course_progress": None}
     done = _done_slugs(user)
     modules = []
-    lessons = Lesson.objects.live().filter(module__course=course).select_related("module").only(
-        "slug", "title", "summary", "minutes", "order", "module__id"
+    lessons = (
+        Lesson.objects.live()
+        .filter(module__course=course)
+        .select_related("module")
+        .only("slug", "title", "summary", "minutes", "order", "module__id")
     )
     by_module: dict[int, list[Lesson]] = {}
     for lesson in lessons:
@@ -91,17 +94,25 @@ def lesson_neighbours(*, lesson: Lesson) -> tuple[Lesson | None, Lesson | None]:
 
 
 def module_progress(*, user: AbstractBaseUser, module: Module) -> Progress:
-    counts = Lesson.objects.live().filter(module=module).aggregate(
-        total=Count("id"),
-        done=Count("id", filter=Q(progress__user=user, progress__completed_at__isnull=False)),
+    counts = (
+        Lesson.objects.live()
+        .filter(module=module)
+        .aggregate(
+            total=Count("id"),
+            done=Count("id", filter=Q(progress__user=user, progress__completed_at__isnull=False)),
+        )
     )
     return Progress(done=counts["done"], total=counts["total"])
 
 
 def course_progress(*, user: AbstractBaseUser, course: Course) -> Progress:
-    counts = Lesson.objects.live().filter(module__course=course).aggregate(
-        total=Count("id"),
-        done=Count("id", filter=Q(progress__user=user, progress__completed_at__isnull=False)),
+    counts = (
+        Lesson.objects.live()
+        .filter(module__course=course)
+        .aggregate(
+            total=Count("id"),
+            done=Count("id", filter=Q(progress__user=user, progress__completed_at__isnull=False)),
+        )
     )
     return Progress(done=counts["done"], total=counts["total"])
 

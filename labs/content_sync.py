@@ -14,7 +14,11 @@ def _validate_params(*, params: list, path: Path, text: str) -> None:
     names: set[str] = set()
     for param in params:
         if not isinstance(param, dict):
-            raise ContentError(path=path, line=line_of(text=text, pattern=r"^\[\[params\]\]"), message="each [[params]] entry must be a table")
+            raise ContentError(
+                path=path,
+                line=line_of(text=text, pattern=r"^\[\[params\]\]"),
+                message="each [[params]] entry must be a table",
+            )
         name = require(param, "name", str, path=path, text=text, context="[[params]]")
         where = f"param '{name}'"
         line = line_of(text=text, pattern=rf'^name\s*=\s*"{name}"')
@@ -23,34 +27,51 @@ def _validate_params(*, params: list, path: Path, text: str) -> None:
         names.add(name)
         kind = require(param, "kind", str, path=path, text=text, context=where)
         if kind not in PARAM_KINDS:
-            raise ContentError(path=path, line=line, message=f"{where}: kind '{kind}' is not one of {sorted(PARAM_KINDS)}")
+            raise ContentError(
+                path=path, line=line, message=f"{where}: kind '{kind}' is not one of {sorted(PARAM_KINDS)}"
+            )
         require(param, "label", str, path=path, text=text, context=where)
         if "default" not in param:
             raise ContentError(path=path, line=line, message=f"{where} needs a default")
         if kind == "choice":
             choices = require(param, "choices", list, path=path, text=text, context=where)
             if param["default"] not in choices:
-                raise ContentError(path=path, line=line, message=f"{where}: default {param['default']!r} is not among its choices")
+                raise ContentError(
+                    path=path, line=line, message=f"{where}: default {param['default']!r} is not among its choices"
+                )
         else:
             low, high = param.get("min"), param.get("max")
             if low is None or high is None or low > high:
                 raise ContentError(path=path, line=line, message=f"{where} needs numeric bounds with min <= max")
             values = param["default"] if kind == "int_list" else [param["default"]]
             if not isinstance(values, list) or not all(isinstance(v, int | float) and low <= v <= high for v in values):
-                raise ContentError(path=path, line=line, message=f"{where}: default {param['default']!r} is outside {low}..{high}")
+                default_line = line_of(text=text, pattern=r"^default\s*=", start_line=line or 1)
+                raise ContentError(
+                    path=path,
+                    line=default_line,
+                    message=f"{where}: default {param['default']!r} is outside {low}..{high}",
+                )
 
 
 def parse_lab_file(path: Path) -> dict:
     data, text = read_toml(path)
     slug = require(data, "slug", str, path=path, text=text)
     if slug != path.stem or not SLUG_RE.match(slug):
-        raise ContentError(path=path, line=line_of(text=text, pattern=r"^slug\s*="), message=f"slug '{slug}' must be a slug equal to the file name '{path.stem}'")
+        raise ContentError(
+            path=path,
+            line=line_of(text=text, pattern=r"^slug\s*="),
+            message=f"slug '{slug}' must be a slug equal to the file name '{path.stem}'",
+        )
     for key in ("title", "objective", "guide", "prediction"):
         require(data, key, str, path=path, text=text)
     _validate_params(params=require(data, "params", list, path=path, text=text), path=path, text=text)
     questions = data.get("questions", [])
     if not isinstance(questions, list) or not all(isinstance(q, str) for q in questions):
-        raise ContentError(path=path, line=line_of(text=text, pattern=r"^questions\s*="), message="'questions' must be a list of question slugs")
+        raise ContentError(
+            path=path,
+            line=line_of(text=text, pattern=r"^questions\s*="),
+            message="'questions' must be a list of question slugs",
+        )
     data["_hash"] = content_hash(text)
     return data
 

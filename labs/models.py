@@ -59,7 +59,9 @@ class InferenceTarget(models.Model):
     memory_bandwidth_bytes_s = models.FloatField(null=True, blank=True)
     peak_flops = models.FloatField(null=True, blank=True, help_text="Dense FLOP/s at the serving precision")
     memory_bytes = models.FloatField(null=True, blank=True)
-    model_bytes = models.JSONField(default=dict, blank=True, help_text="Weight bytes per model name, for speed-of-light bounds")
+    model_bytes = models.JSONField(
+        default=dict, blank=True, help_text="Weight bytes per model name, for speed-of-light bounds"
+    )
 
     max_concurrency = models.PositiveIntegerField(default=64)
     max_prompt_tokens = models.PositiveIntegerField(default=4096)
@@ -120,7 +122,9 @@ class LabRun(models.Model):
     progress = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     summary = models.JSONField(null=True, blank=True)
-    result_meta = models.JSONField(default=dict, blank=True, help_text="Schema version, spec, target (public), server metrics")
+    result_meta = models.JSONField(
+        default=dict, blank=True, help_text="Schema version, spec, target (public), server metrics"
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -132,12 +136,12 @@ class LabRun(models.Model):
     def __str__(self) -> str:
         return f"run {self.pk} · {self.lab.slug} on {self.target.name} · {self.status}"
 
+    def get_absolute_url(self) -> str:
+        return reverse("labs:run", kwargs={"run_id": self.pk})
+
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE
-
-    def get_absolute_url(self) -> str:
-        return reverse("labs:run", kwargs={"run_id": self.pk})
 
 
 class RunRequest(models.Model):
@@ -158,3 +162,6 @@ class RunRequest(models.Model):
     class Meta:
         ordering = ["index"]
         constraints = [models.UniqueConstraint(fields=["run", "index"], name="runrequest_unique_index")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} request {self.index}"

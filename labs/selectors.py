@@ -1,7 +1,13 @@
+import csv
+import io
+import json
+
+from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
+from django.db.models import Count, Q
 
 from courses.rendering import RENDERER_VERSION, render_lesson_body
-from labs.models import Lab
+from labs.models import InferenceTarget, Lab, LabRun, RunRequest
 
 
 def rendered_guide(*, lab: Lab) -> str:
@@ -11,3 +17,166 @@ def rendered_guide(*, lab: Lab) -> str:
         html = render_lesson_body(body=lab.spec.get("guide", "")).html
         cache.set(key, html, timeout=None)
     return html
+
+
+def runs_of(*, user: AbstractBaseUser, lab: Lab | None = None):
+    runs = LabRun.objects.filter(user=user).select_related("lab", "target")
+    if lab is not None:
+        runs = runs.filter(lab=lab)
+    return runs.order_by("-created_at")
+
+
+def own_run(*, user: AbstractBaseUser, run_id: int) -> LabRun | None:
+    """A learner's own run, or None. Staff may open any run."""
+    runs = LabRun.objects.select_related("lab", "target", "user")
+    if not user.is_staff:
+        runs = runs.filter(user=user)
+    return runs.filter(pk=run_id).first()
+
+
+def decode_bound(*, run: LabRun) -> dict | None:
+    """Bandwidth bound for decode at batch 1: the model's weight bytes over memory bandwidth."""
+    target = run.target
+    weight_bytes = (target.model_bytes or {}).get(run.model_name)
+    if not weight_bytes or not target.memory_bandwidth_bytes_s:
+        return None
+    seconds_per_token = float(weight_bytes) / target.memory_bandwidth_bytes_s
+    return {
+        "decode_tokens_per_s": 1 / seconds_per_token,
+        "tpot_s": seconds_per_token,
+        "label": (
+            f"{weight_bytes / 1e6:,.0f} MB of weights ÷ {target.memory_bandwidth_bytes_s / 1e9:,.1f} GB/s "
+            f"({target.hardware_name or 'this hardware'})"
+        ),
+    }
+
+
+def cost_per_million_output_tokens(*, run: LabRun) -> float | None:
+    price = run.target.price_per_gpu_hour
+    overall = (run.summary or {}).get("overall") or {}
+    throughput = overall.get("output_tokens_per_s")
+    if price is None or not throughput:
+        return None
+    return float(price) / 3600 / throughput * 1_000_000
+
+
+def charts_for(*, run: LabRun) -> dict[str, str]:
+    """SVG charts of a finished run, cached: a finished run never changes."""
+    from labs import charts
+
+    key = f"run-charts:v1:{run.pk}:{run.finished_at.timestamp() if run.finished_at else 'live'}"
+    cached = cache.get(key) if run.finished_at else None
+    if cached is not None:
+        return cached
+    records = [request.record for request in run.requests.only("record").order_by("index")]
+    summary = run.summary or {}
+    result = {
+        "main": charts.main_chart_svg(lab_slug=run.lab.slug, summary=summary, bound=decode_bound(run=run)),
+        "cdf": charts.ttft_cdf_svg(records=records),
+        "timeline": charts.timeline_svg(records=records),
+    }
+    if run.finished_at:
+        cache.set(key, result, timeout=60 * 60 * 24 * 30)
+    return result
+
+
+def findings_for(*, run: LabRun) -> list:
+    from labs.checks import evaluate
+
+    if not run.summary:
+        return []
+    return evaluate(lab_slug=run.lab.slug, summary=run.summary, bound=decode_bound(run=run))
+
+
+CSV_COLUMNS = [
+    "index",
+    "step",
+    "warmup",
+    "send_s",
+    "queue_s",
+    "ttft_s",
+    "tpot_s",
+    "e2e_s",
+    "output_tokens",
+    "prompt_tokens",
+    "error",
+]
+
+
+def run_csv(*, run: LabRun) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(CSV_COLUMNS)
+    for request in run.requests.order_by("index"):
+        record = request.record
+        error = record.get("error") or {}
+        writer.writerow(
+            [
+                request.index,
+                request.step.get("key", ""),
+                request.warmup,
+                record.get("send_s"),
+                record.get("queue_s"),
+                request.ttft_s,
+                request.tpot_s,
+                request.e2e_s,
+                request.output_tokens,
+                request.prompt_tokens,
+                f"{error.get('kind', '')}: {error.get('message', '')}" if error else "",
+            ]
+        )
+    return buffer.getvalue()
+
+
+def run_json(*, run: LabRun) -> str:
+    """The full result: the measurement library's schema plus the lab context (no URLs, no keys)."""
+    payload = {
+        **{k: v for k, v in (run.result_meta or {}).items()},
+        "run": run.pk,
+        "lab": run.lab.slug,
+        "target": {
+            "name": run.target.name,
+            "kind": run.target.kind,
+            "hardware": run.target.hardware_name,
+            "synthetic_text": run.target.synthetic_text,
+        },
+        "model": run.model_name,
+        "params": run.params,
+        "prediction": run.prediction,
+        "status": run.status,
+        "error": run.error,
+        "summary": (run.summary or {}).get("overall"),
+        "steps": (run.summary or {}).get("steps", []),
+        "requests": [request.record for request in run.requests.order_by("index")],
+    }
+    return json.dumps(payload, indent=2, default=str)
+
+
+def queue_dashboard() -> dict:
+    active = (
+        LabRun.objects.filter(status__in=LabRun.ACTIVE)
+        .select_related("user", "lab", "target")
+        .order_by("target__name", "created_at")
+    )
+    failures = (
+        LabRun.objects.filter(status=LabRun.Status.FAILED)
+        .select_related("user", "lab", "target")
+        .order_by("-finished_at")[:20]
+    )
+    targets = InferenceTarget.objects.annotate(
+        queued=Count("runs", filter=Q(runs__status=LabRun.Status.QUEUED)),
+        running=Count("runs", filter=Q(runs__status=LabRun.Status.RUNNING)),
+    ).order_by("name")
+    return {"active": active, "failures": failures, "targets": targets}
+
+
+def cohort_runs(*, lab: Lab):
+    return (
+        LabRun.objects.filter(lab=lab, status=LabRun.Status.SUCCEEDED)
+        .select_related("user", "target")
+        .order_by("-finished_at")[:50]
+    )
+
+
+def request_rows(*, run: LabRun, limit: int = 50) -> list[RunRequest]:
+    return list(run.requests.order_by("-index")[:limit])

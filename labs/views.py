@@ -1,10 +1,15 @@
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET
+from django.contrib import messages
+from django.contrib.admin.views.decorators import staff_member_required
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from courses.selectors import lesson_ref_link, linked_questions
-from labs.models import Lab
-from labs.selectors import rendered_guide
+from labs import selectors, services
+from labs.forms import RunForm
+from labs.models import Lab, LabRun
 
 
 @require_GET
@@ -12,14 +17,191 @@ def lab_index(request: HttpRequest) -> HttpResponse:
     return render(request, "labs/index.html", {"labs": Lab.objects.live()})
 
 
-@require_GET
+@require_http_methods(["GET", "POST"])
 def lab_detail(request: HttpRequest, lab_slug: str) -> HttpResponse:
     lab = get_object_or_404(Lab.objects.live(), slug=lab_slug)
+    form = None
+    if request.user.is_authenticated:
+        initial_params, initial = None, {}
+        rerun_id = request.GET.get("rerun", "")
+        if rerun_id.isdigit():
+            previous = selectors.own_run(user=request.user, run_id=int(rerun_id))
+            if previous and previous.lab_id == lab.pk:
+                initial_params = previous.params
+                initial = {"target": previous.target_id, "prediction": previous.prediction}
+        form = RunForm(request.POST or None, lab=lab, initial_params=initial_params, initial=initial)
+        if request.method == "POST" and form.is_valid():
+            try:
+                run = services.submit_run(
+                    user=request.user,
+                    lab=lab,
+                    target=form.cleaned_data["target"],
+                    params=form.params,
+                    prediction=form.cleaned_data["prediction"],
+                )
+            except ValidationError as error:
+                form.add_error(None, error)
+            else:
+                return redirect(run.get_absolute_url())
+    elif request.method == "POST":
+        return redirect(f"/accounts/login/?next={lab.get_absolute_url()}")
     context = {
         "lab": lab,
-        "guide_html": rendered_guide(lab=lab),
+        "guide_html": selectors.rendered_guide(lab=lab),
         "params": lab.spec.get("params", []),
         "questions": linked_questions(slugs=lab.spec.get("questions", [])),
         "lesson_link": lesson_ref_link(ref=lab.lesson_ref) if lab.lesson_ref else None,
+        "form": form,
+        "my_runs": selectors.runs_of(user=request.user, lab=lab)[:10] if request.user.is_authenticated else [],
     }
-    return render(request, "labs/lab.html", context)
+    status = 422 if form is not None and request.method == "POST" else 200
+    return render(request, "labs/lab.html", context, status=status)
+
+
+def _run_context(request: HttpRequest, run: LabRun) -> dict:
+    context = {
+        "run": run,
+        "position": services.queue_position(run=run),
+        "eta_s": services.eta_seconds(run=run),
+        "progress_percent": _percent(run),
+        "recent_requests": selectors.request_rows(run=run, limit=8) if run.is_active else [],
+        "params_display": [
+            (key, ", ".join(map(str, value)) if isinstance(value, list) else value) for key, value in run.params.items()
+        ],
+    }
+    if not run.is_active and run.summary:
+        context.update(
+            charts=selectors.charts_for(run=run),
+            findings=selectors.findings_for(run=run),
+            bound=selectors.decode_bound(run=run),
+            cost_per_million=selectors.cost_per_million_output_tokens(run=run),
+            other_runs=selectors.runs_of(user=run.user, lab=run.lab)
+            .exclude(pk=run.pk)
+            .filter(status=LabRun.Status.SUCCEEDED)[:10],
+        )
+    return context
+
+
+def _percent(run: LabRun) -> int:
+    progress = run.progress or {}
+    total = progress.get("total") or 0
+    if not run.is_active:
+        return 100
+    return min(100, round(100 * progress.get("done", 0) / total)) if total else 0
+
+
+def _get_run(request: HttpRequest, run_id: int) -> LabRun:
+    run = selectors.own_run(user=request.user, run_id=run_id)
+    if run is None:
+        raise Http404("No such run")
+    return run
+
+
+@login_required
+@require_GET
+def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = _get_run(request, run_id)
+    return render(request, "labs/run.html", _run_context(request, run))
+
+
+@login_required
+@require_GET
+def run_status(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The live panel, polled by htmx while the run is queued or running."""
+    run = _get_run(request, run_id)
+    if not run.is_active and request.htmx:
+        # Finished: reload the whole page once so results and charts appear.
+        response = HttpResponse(status=204)
+        response["HX-Refresh"] = "true"
+        return response
+    return render(request, "labs/run.html#live-panel", _run_context(request, run))
+
+
+@login_required
+@require_POST
+def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = _get_run(request, run_id)
+    if run.user_id != request.user.pk and not request.user.is_staff:
+        raise Http404("No such run")
+    services.cancel_run(run=run)
+    messages.info(request, "Cancelling: measured requests are kept.")
+    return redirect(
+        request.POST.get("next")
+        if request.user.is_staff and request.POST.get("next") == "/labs/queue/"
+        else run.get_absolute_url()
+    )
+
+
+@login_required
+@require_GET
+def run_export_csv(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = _get_run(request, run_id)
+    response = HttpResponse(selectors.run_csv(run=run), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="prefill-run-{run.pk}.csv"'
+    return response
+
+
+@login_required
+@require_GET
+def run_export_json(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = _get_run(request, run_id)
+    response = HttpResponse(selectors.run_json(run=run), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="prefill-run-{run.pk}.json"'
+    return response
+
+
+@login_required
+@require_GET
+def compare(request: HttpRequest) -> HttpResponse:
+    from labs.charts import compare_svg
+
+    parts = request.GET.get("runs", "").split(",") + request.GET.getlist("with")
+    ids = list(dict.fromkeys(int(part) for part in parts if part.strip().isdigit()))[:8]
+    runs = [run for run in (selectors.own_run(user=request.user, run_id=i) for i in ids) if run and run.summary]
+    if len(runs) < 2:
+        messages.info(request, "Pick at least two of your finished runs of the same lab to compare.")
+        return redirect("accounts:me")
+    if len({run.lab_id for run in runs}) > 1:
+        messages.error(request, "Runs of different labs measure different things; compare runs of one lab.")
+        return redirect("accounts:me")
+    chart = compare_svg(
+        runs=[
+            {"label": f"run {run.pk} · {run.target.name} · {run.created_at:%d %b %H:%M}", "summary": run.summary}
+            for run in runs
+        ]
+    )
+    return render(request, "labs/compare.html", {"runs": runs, "chart": chart, "lab": runs[0].lab})
+
+
+@staff_member_required
+@require_GET
+def queue_dashboard(request: HttpRequest) -> HttpResponse:
+    return render(request, "labs/queue.html", selectors.queue_dashboard())
+
+
+@login_required
+@require_GET
+def cohort(request: HttpRequest, lab_slug: str) -> HttpResponse:
+    from labs.charts import compare_svg
+
+    lab = get_object_or_404(Lab.objects.live(), slug=lab_slug)
+    runs = list(selectors.cohort_runs(lab=lab))
+    show_names = request.user.is_staff
+
+    def label(index: int, run: LabRun) -> str:
+        if show_names or run.user_id == request.user.pk:
+            return f"{run.user.username} · run {run.pk}" if show_names else f"you · run {run.pk}"
+        return f"learner {index + 1}"
+
+    chart = (
+        compare_svg(
+            runs=[{"label": label(i, run), "summary": run.summary} for i, run in enumerate(runs) if run.summary]
+        )
+        if len(runs) >= 1
+        else ""
+    )
+    rows = [
+        {"label": label(i, run), "run": run, "overall": (run.summary or {}).get("overall") or {}}
+        for i, run in enumerate(runs)
+    ]
+    return render(request, "labs/cohort.html", {"lab": lab, "rows": rows, "chart": chart, "show_names": show_names})

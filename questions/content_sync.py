@@ -25,9 +25,23 @@ class QuestionSyncResult:
     references: dict[str, QuestionRef]
 
 
+# Parser bookkeeping that pages never show; the grader reads concepts from the bank itself.
+_NOT_STORED = {"concepts", "contrasts", "path", "line"}
+
+
+def _plain(value):
+    if dataclasses.is_dataclass(value):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value) if f.name not in _NOT_STORED}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
+
+
 def question_spec(question) -> dict:
-    """The question as plain JSON, stored so pages and grading see exactly what was synced."""
-    return json.loads(json.dumps(dataclasses.asdict(question), default=str))
+    """The question as plain JSON, stored so pages show exactly what was synced."""
+    return json.loads(json.dumps(_plain(question), default=str))
 
 
 @transaction.atomic

@@ -12,7 +12,10 @@ class AnswerForm(forms.Form):
         max_length=MAX_ANSWER_CHARS * 2,
         strip=True,
         required=False,
-        help_text=f"Up to {MAX_ANSWER_CHARS:,} characters. Full sentences: the rubric rewards explanations, not keyword lists.",
+        help_text=(
+            f"Up to {MAX_ANSWER_CHARS:,} characters. "
+            "Full sentences: the rubric rewards explanations, not keyword lists."
+        ),
     )
     follow_up = forms.SlugField(required=False, widget=forms.HiddenInput)
 

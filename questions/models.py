@@ -91,12 +91,12 @@ class Attempt(models.Model):
     def __str__(self) -> str:
         return f"{self.user} · {self.question.slug} · {self.score}/{self.max_score}"
 
+    def get_absolute_url(self) -> str:
+        return reverse("questions:attempt", kwargs={"attempt_id": self.pk})
+
     @property
     def percent(self) -> int:
         return round(100 * self.score / self.max_score) if self.max_score else 0
-
-    def get_absolute_url(self) -> str:
-        return reverse("questions:attempt", kwargs={"attempt_id": self.pk})
 
 
 class ModelAnswerReveal(models.Model):
@@ -110,6 +110,9 @@ class ModelAnswerReveal(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["user", "question"], name="reveal_unique_user_question"),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.user} revealed {self.question}"
 
 
 class ReviewCard(models.Model):
@@ -126,3 +129,6 @@ class ReviewCard(models.Model):
             models.UniqueConstraint(fields=["user", "question"], name="review_unique_user_question"),
         ]
         ordering = ["due"]
+
+    def __str__(self) -> str:
+        return f"{self.user} · {self.question} due {self.due:%Y-%m-%d}"

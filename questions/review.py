@@ -28,7 +28,9 @@ def rating_for(*, percent: float) -> Rating:
     return Rating.Easy
 
 
-def schedule_review(*, user: AbstractBaseUser, question: Question, percent: float, at: datetime | None = None) -> ReviewCard:
+def schedule_review(
+    *, user: AbstractBaseUser, question: Question, percent: float, at: datetime | None = None
+) -> ReviewCard:
     now = at or timezone.now()
     row = ReviewCard.objects.filter(user=user, question=question).first()
     card = Card.from_dict(row.card) if row else Card(due=now)

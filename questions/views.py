@@ -60,7 +60,9 @@ def _question_context(request: HttpRequest, question: Question, *, form=None, fo
                 "spec": item,
                 "form": (follow_up_forms or {}).get(item["slug"]) or _answer_form(question, follow_up=item["slug"]),
                 "latest": follow_up_latest,
-                "rows": _criteria_rows(rubric=item.get("rubric", []), result=follow_up_latest.result) if follow_up_latest else [],
+                "rows": _criteria_rows(rubric=item.get("rubric", []), result=follow_up_latest.result)
+                if follow_up_latest
+                else [],
             }
         )
     lab = Lab.objects.live().filter(slug=question.lab_slug).first() if question.lab_slug else None
@@ -72,7 +74,9 @@ def _question_context(request: HttpRequest, question: Question, *, form=None, fo
         "rows": _criteria_rows(rubric=question.spec.get("rubric", []), result=latest.result) if latest else [],
         "show_model_answer": selectors.may_see_model_answer(user=user, question=question),
         "follow_ups": follow_ups,
-        "history": selectors.attempts_for(user=user, question=question, follow_up="")[:10] if user.is_authenticated else [],
+        "history": selectors.attempts_for(user=user, question=question, follow_up="")[:10]
+        if user.is_authenticated
+        else [],
         "lesson_link": lesson_ref_link(ref=question.lesson_ref) if question.lesson_ref else None,
         "lab": lab,
     }
@@ -94,7 +98,7 @@ def question_detail(request: HttpRequest, question_slug: str) -> HttpResponse:
     status = 200
     if form.is_valid():
         try:
-            attempt = services.submit_answer(
+            services.submit_answer(
                 user=request.user, question=question, answer=str(form.cleaned_data["answer"] or ""), follow_up=follow_up
             )
         except ValidationError as error:
@@ -105,7 +109,9 @@ def question_detail(request: HttpRequest, question_slug: str) -> HttpResponse:
             status = 429
         else:
             if not request.htmx:
-                return redirect(f"{question.get_absolute_url()}#{'follow-up-' + follow_up if follow_up else 'feedback'}")
+                return redirect(
+                    f"{question.get_absolute_url()}#{'follow-up-' + follow_up if follow_up else 'feedback'}"
+                )
             context = _question_context(request, question)
             return _render_follow_up(request, context, follow_up) if follow_up else render(request, partial, context)
     else:
@@ -147,7 +153,9 @@ def attempt_detail(request: HttpRequest, attempt_id: int) -> HttpResponse:
         "attempt": attempt,
         "question": question,
         "rows": _criteria_rows(rubric=rubric, result=attempt.result),
-        "follow_up_spec": selectors.follow_up_spec(question=question, follow_up=attempt.follow_up) if attempt.follow_up else None,
+        "follow_up_spec": selectors.follow_up_spec(question=question, follow_up=attempt.follow_up)
+        if attempt.follow_up
+        else None,
         "stale_rubric": attempt.rubric_version != question.rubric_version,
     }
     return render(request, "questions/attempt.html", context)

@@ -7,6 +7,7 @@ SIGKILL after a grace period, so nothing is left running.
 """
 
 import argparse
+import contextlib
 import os
 import shutil
 import signal
@@ -52,13 +53,29 @@ def start_redis(url: str) -> Child | None:
         sys.exit(f"Redis does not answer at REDIS_URL={url} and it is not local, so it cannot be started here.")
     binary = shutil.which("redis-server")
     if binary is None:
-        sys.exit("No Redis answers at REDIS_URL and redis-server is not installed: run `sudo apt-get install redis-server` (Debian/Ubuntu) or set REDIS_URL.")
+        sys.exit(
+            "No Redis answers at REDIS_URL and redis-server is not installed: "
+            "run `sudo apt-get install redis-server` (Debian/Ubuntu) or set REDIS_URL."
+        )
     data_dir = VAR / "redis"
     data_dir.mkdir(parents=True, exist_ok=True)
     port = parsed.port or 6379
     process = subprocess.Popen(
-        [binary, "--bind", "127.0.0.1", "--port", str(port), "--dir", str(data_dir),
-         "--appendonly", "yes", "--save", "60 1", "--logfile", str(data_dir / "redis.log")],
+        [
+            binary,
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--dir",
+            str(data_dir),
+            "--appendonly",
+            "yes",
+            "--save",
+            "60 1",
+            "--logfile",
+            str(data_dir / "redis.log"),
+        ],
         start_new_session=True,
     )
     deadline = time.monotonic() + 10
@@ -88,10 +105,14 @@ def worker_commands(*, python: str) -> list[tuple[str, list[str]]]:
     )
     target_queues = [line for line in queues.stdout.split() if line] if queues.returncode == 0 else []
     celery = [python, "-m", "celery", "-A", "config"]
-    commands = [("worker:default", [*celery, "worker", "-Q", "default", "-c", "2", "-n", "default@%h", "--loglevel", "INFO"])]
+    commands = [
+        ("worker:default", [*celery, "worker", "-Q", "default", "-c", "2", "-n", "default@%h", "--loglevel", "INFO"])
+    ]
     for queue in target_queues:
         # Concurrency 1 per target: runs on one engine never overlap.
-        commands.append((f"worker:{queue}", [*celery, "worker", "-Q", queue, "-c", "1", "-n", f"{queue}@%h", "--loglevel", "INFO"]))
+        commands.append(
+            (f"worker:{queue}", [*celery, "worker", "-Q", queue, "-c", "1", "-n", f"{queue}@%h", "--loglevel", "INFO"])
+        )
     commands.append(("beat", [*celery, "beat", "--loglevel", "INFO", "-s", str(VAR / "celerybeat-schedule")]))
     return commands
 
@@ -99,20 +120,16 @@ def worker_commands(*, python: str) -> list[tuple[str, list[str]]]:
 def stop_all(children: list[Child], *, grace_s: float = 10.0) -> None:
     for child in reversed(children):
         if child.process.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(child.process.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
     deadline = time.monotonic() + grace_s
     for child in reversed(children):
         remaining = max(0.1, deadline - time.monotonic())
         try:
             child.process.wait(timeout=remaining)
         except subprocess.TimeoutExpired:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(child.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             child.process.wait()
 
 
@@ -122,7 +139,7 @@ def run(*, host: str, port: int, with_web: bool, with_workers: bool, with_engine
     python = sys.executable
     children: list[Child] = []
 
-    def handle_signal(signum, frame):  # noqa: ARG001 - signal handler signature
+    def handle_signal(signum, frame):
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, handle_signal)
@@ -139,8 +156,22 @@ def run(*, host: str, port: int, with_web: bool, with_workers: bool, with_engine
             children.append(
                 _spawn(
                     "web",
-                    [python, "-m", "gunicorn", "config.wsgi", "--bind", f"{host}:{port}", "--workers", "2",
-                     "--threads", "4", "--access-logfile", "-", "--graceful-timeout", "5"],
+                    [
+                        python,
+                        "-m",
+                        "gunicorn",
+                        "config.wsgi",
+                        "--bind",
+                        f"{host}:{port}",
+                        "--workers",
+                        "2",
+                        "--threads",
+                        "4",
+                        "--access-logfile",
+                        "-",
+                        "--graceful-timeout",
+                        "5",
+                    ],
                     env,
                 )
             )

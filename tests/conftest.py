@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.sample_content import COURSE, LAB, LESSON, QUESTIONS
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -67,3 +69,34 @@ def private_redis():
 
 def chromium_path() -> str | None:
     return os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture
+def content(tmp_path: Path, settings):
+    """Point sync_content at the sample content files, copied into a temp dir."""
+    courses = tmp_path / "courses" / "content"
+    (courses / "lessons").mkdir(parents=True)
+    (courses / "course.toml").write_text(COURSE)
+    (courses / "lessons" / "first-lesson.md").write_text(LESSON.format(title="First lesson", other="second-lesson"))
+    (courses / "lessons" / "second-lesson.md").write_text(LESSON.format(title="Second lesson", other="first-lesson"))
+    questions = tmp_path / "questions" / "content"
+    questions.mkdir(parents=True)
+    concepts = Path(settings.BASE_DIR) / "questions" / "content" / "concepts.toml"
+    (questions / "concepts.toml").write_text(concepts.read_text())
+    (questions / "sample-set.toml").write_text(QUESTIONS)
+    labs = tmp_path / "labs" / "content"
+    labs.mkdir(parents=True)
+    (labs / "sample-lab.toml").write_text(LAB)
+    settings.CONTENT_DIRS = {"courses": courses, "questions": questions, "labs": labs}
+    return {"courses": courses, "questions": questions, "labs": labs}
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(settings):
+    """Give every test its own cache namespace on the real Redis (no flush of a shared server)."""
+    import copy
+    import uuid
+
+    caches = copy.deepcopy(settings.CACHES)
+    caches["default"]["KEY_PREFIX"] = f"{caches['default']['KEY_PREFIX']}-{uuid.uuid4().hex[:8]}"
+    settings.CACHES = caches

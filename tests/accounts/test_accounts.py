@@ -29,7 +29,11 @@ def test_log_in_log_out_and_change_password(client, user):
     assert response.context["user"].is_authenticated
     response = client.post(
         "/accounts/password/",
-        {"old_password": "a-long-test-password-42", "new_password1": "kv-cache-grows-per-token-7", "new_password2": "kv-cache-grows-per-token-7"},
+        {
+            "old_password": "a-long-test-password-42",
+            "new_password1": "kv-cache-grows-per-token-7",
+            "new_password2": "kv-cache-grows-per-token-7",
+        },
         follow=True,
     )
     assert b"Password changed" in response.content

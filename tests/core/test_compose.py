@@ -18,7 +18,12 @@ def compose(*args: str) -> subprocess.CompletedProcess:
         pytest.fail("docker-compose is not installed; `make test` installs it (apt-get install docker-compose)")
     return subprocess.run(
         ["docker-compose", "-f", str(ROOT / "docker-compose.yml"), *args],
-        cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=60, check=False,
+        cwd=ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 
@@ -32,7 +37,12 @@ def test_compose_refuses_to_start_without_secrets():
     env = {k: v for k, v in ENV.items() if k not in {"SECRET_KEY"}}
     result = subprocess.run(
         ["docker-compose", "-f", str(ROOT / "docker-compose.yml"), "config", "-q"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert result.returncode != 0
     assert "SECRET_KEY" in result.stderr
@@ -48,12 +58,18 @@ def test_every_service_the_readme_names_exists_and_is_wired():
 
     for name in ("web", "worker", "beat"):
         env = services[name]["environment"]
-        assert env["DATABASE_URL"].startswith("postgres://prefill:") and env["DATABASE_URL"].endswith("@postgres:5432/prefill")
+        assert env["DATABASE_URL"].startswith("postgres://prefill:") and env["DATABASE_URL"].endswith(
+            "@postgres:5432/prefill"
+        )
         assert env["REDIS_URL"] == "redis://redis:6379/0"
         assert env["VLLM_URL"] == "http://vllm:8000"
         assert env["OLLAMA_URL"] == "http://ollama:11434"
         assert env["DJANGO_SETTINGS_MODULE"] == "config.production"
-    assert "gunicorn config.wsgi" in " ".join(services["web"]["command"]) if isinstance(services["web"]["command"], list) else "gunicorn config.wsgi" in services["web"]["command"]
+    assert (
+        "gunicorn config.wsgi" in " ".join(services["web"]["command"])
+        if isinstance(services["web"]["command"], list)
+        else "gunicorn config.wsgi" in services["web"]["command"]
+    )
     assert "worker" in services["worker"]["command"]
 
     for gpu_service in ("vllm", "ollama"):

@@ -1,0 +1,308 @@
+"""Running a LabRun on its target: one measurement per step, every request stored as it lands.
+
+Called by the Celery task. The database is the source of truth: the run's status, heartbeat,
+progress and each measured request are written as they happen, so a crash loses nothing that
+was measured and the reaper can tell a dead worker from a slow engine.
+"""
+
+import contextlib
+import logging
+import threading
+import time
+
+import redis
+from django.conf import settings
+from django.db import close_old_connections, transaction
+from django.utils import timezone
+
+from labs.models import InferenceTarget, LabRun, RunRequest
+from labs.plans import PlanError, Step, build_steps
+from labs.services import target_limits
+from workers.measure import Capabilities, RequestRecord, TargetSpec, measure
+from workers.measure.metrics import summarize
+
+logger = logging.getLogger(__name__)
+
+
+def target_spec(*, target: InferenceTarget, model: str) -> TargetSpec:
+    capabilities = (
+        Capabilities(**{k: v for k, v in target.capabilities.items() if k in Capabilities.__dataclass_fields__})
+        if target.capabilities
+        else Capabilities.for_engine(target.kind)
+    )
+    return TargetSpec(
+        base_url=target.base_url, api=target.api, model=model, api_key=target.api_key or None, capabilities=capabilities
+    )
+
+
+class _Heartbeat(threading.Thread):
+    """Touches heartbeat_at while a long request streams, so 'slow' is never mistaken for 'dead'."""
+
+    def __init__(self, run_id: int, lock: "redis.lock.Lock | None") -> None:
+        super().__init__(daemon=True, name=f"heartbeat-{run_id}")
+        self.run_id = run_id
+        self.lock = lock
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self.stopped.wait(settings.LAB_HEARTBEAT_S):
+                LabRun.objects.filter(pk=self.run_id, status=LabRun.Status.RUNNING).update(heartbeat_at=timezone.now())
+                if self.lock is not None:
+                    # The lock lives only as long as heartbeats keep it: a killed worker frees
+                    # its target within LAB_HEARTBEAT_STALE_S instead of blocking it for a run's length.
+                    try:
+                        self.lock.reacquire()
+                    except (redis.RedisError, redis.exceptions.LockError):
+                        logger.warning("could not extend the target lock of run %s", self.run_id)
+        finally:
+            close_old_connections()
+
+
+def _claim(run_id: int) -> LabRun | None:
+    """queued -> running, exactly once: a duplicate or late message finds nothing to do."""
+    with transaction.atomic():
+        run = LabRun.objects.select_for_update().select_related("target", "lab").filter(pk=run_id).first()
+        if run is None or run.status != LabRun.Status.QUEUED:
+            return None
+        if run.cancel_requested:
+            run.status = LabRun.Status.CANCELLED
+            run.finished_at = timezone.now()
+            run.save(update_fields=["status", "finished_at"])
+            return None
+        now = timezone.now()
+        run.status = LabRun.Status.RUNNING
+        run.started_at = now
+        run.heartbeat_at = now
+        run.error = ""
+        run.save(update_fields=["status", "started_at", "heartbeat_at", "error"])
+        return run
+
+
+def target_lock_name(target_id: int) -> str:
+    return f"prefill:target-lock:{target_id}"
+
+
+def _target_lock(target: InferenceTarget) -> redis.lock.Lock:
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    return client.lock(
+        target_lock_name(target.pk),
+        timeout=settings.LAB_HEARTBEAT_STALE_S,
+        blocking_timeout=target.max_run_seconds + settings.LAB_HEARTBEAT_STALE_S,
+        thread_local=False,
+    )
+
+
+def release_dead_lock(*, target_id: int) -> None:
+    """Called by the reaper once it has decided a run's worker is dead."""
+    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+    try:
+        with contextlib.suppress(redis.RedisError):
+            client.delete(target_lock_name(target_id))
+    finally:
+        client.close()
+
+
+def execute_run(*, run_id: int) -> str:
+    run = _claim(run_id)
+    if run is None:
+        return "skipped"
+    lock = _target_lock(run.target)
+    try:
+        if not lock.acquire():
+            _finish(run, status=LabRun.Status.FAILED, error="Another run held this engine for too long; try again.")
+            return "failed"
+    except redis.RedisError as error:
+        logger.warning("target lock unavailable for run %s: %s", run.pk, error)
+        lock = None
+    heartbeat = _Heartbeat(run.pk, lock)
+    heartbeat.start()
+    try:
+        return _measure_steps(run)
+    except Exception as error:
+        logger.exception("run %s failed", run.pk)
+        _finish(
+            run,
+            status=LabRun.Status.FAILED,
+            error=f"The run stopped on an internal error: {type(error).__name__}: {error}",
+        )
+        return "failed"
+    finally:
+        heartbeat.stopped.set()
+        heartbeat.join(timeout=2)
+        if lock is not None:
+            with contextlib.suppress(redis.RedisError, redis.exceptions.LockError):
+                lock.release()
+
+
+def _measure_steps(run: LabRun) -> str:
+    try:
+        steps = build_steps(
+            plan=run.lab.spec.get("plan", {}),
+            params=run.params,
+            models=run.target.model_names,
+            limits=target_limits(run.target),
+        )
+    except PlanError as error:
+        _finish(run, status=LabRun.Status.FAILED, error=f"The parameters no longer fit this engine: {error}")
+        return "failed"
+    started = time.monotonic()
+    total = sum(step.spec.requests + step.spec.warmup for step in steps)
+    state = {"done": 0, "tokens": 0, "last_write": 0.0, "cancel_checked": 0.0, "cancelled": False}
+    offset = run.requests.count()
+    step_summaries: list[dict] = []
+    notes: list[str] = []
+
+    def cancelled() -> bool:
+        now = time.monotonic()
+        if now - state["cancel_checked"] >= 0.3:
+            state["cancel_checked"] = now
+            state["cancelled"] = LabRun.objects.filter(pk=run.pk, cancel_requested=True).exists()
+        return state["cancelled"]
+
+    for step in steps:
+        if cancelled():
+            break
+        base_index = offset
+
+        def on_progress(progress, step: Step = step, base_index: int = base_index) -> None:
+            record: RequestRecord = progress.record
+            _store_request(run=run, record=record, index=base_index + record.index, step=step)
+            if not record.warmup:
+                state["done"] += 1
+                state["tokens"] += record.output_tokens or 0
+            now = time.monotonic()
+            if now - state["last_write"] >= 0.25:
+                state["last_write"] = now
+                LabRun.objects.filter(pk=run.pk).update(
+                    heartbeat_at=timezone.now(),
+                    progress={
+                        "done": state["done"],
+                        "total": total,
+                        "tokens": state["tokens"],
+                        "elapsed_s": round(now - started, 2),
+                        "step": step.key,
+                    },
+                )
+
+        result = measure(
+            target=target_spec(target=run.target, model=step.model),
+            spec=step.spec,
+            on_progress=on_progress,
+            cancel=cancelled,
+        )
+        offset = base_index + len(result.requests)
+        # Requests the progress callback did not see (cancelled before sending) are stored too.
+        for record in result.requests:
+            _store_request(run=run, record=record, index=base_index + record.index, step=step)
+        step_summaries.append(
+            {
+                "key": step.key,
+                "params": step.params,
+                "model": step.model,
+                "summary": result.summary,
+                "stop_reason": result.stop_reason,
+            }
+        )
+        notes.extend(result.notes)
+        if not run.result_meta:
+            run.result_meta = {
+                "schema_version": result.schema_version,
+                "target": {k: v for k, v in result.target.items() if k != "base_url"},
+                "engine": result.engine,
+                "steps": [{"key": s.key, "spec": s.spec.to_dict(), "model": s.model} for s in steps],
+            }
+        if result.server_metrics:
+            run.result_meta.setdefault("server_metrics", {})[step.key] = result.server_metrics
+
+    run.result_meta["notes"] = sorted(set(notes))
+    run.save(update_fields=["result_meta"])
+    summary = finalise_summary(run=run, step_summaries=step_summaries)
+    succeeded = summary["overall"]["requests"]["succeeded"]
+    if state["cancelled"]:
+        _finish(
+            run, status=LabRun.Status.CANCELLED, error=f"Cancelled by request; {succeeded} measured requests are kept."
+        )
+        return "cancelled"
+    if succeeded == 0:
+        _finish(run, status=LabRun.Status.FAILED, error=_first_error(run))
+        return "failed"
+    _finish(run, status=LabRun.Status.SUCCEEDED, error="")
+    return "succeeded"
+
+
+def _store_request(*, run: LabRun, record: RequestRecord, index: int, step: Step) -> None:
+    data = record.to_dict()
+    data["params"] = {**(data.get("params") or {}), **step.params}
+    RunRequest.objects.update_or_create(
+        run=run,
+        index=index,
+        defaults={
+            "warmup": record.warmup,
+            "step": {"key": step.key, **step.params},
+            "ttft_s": record.ttft_s,
+            "tpot_s": record.tpot_s,
+            "e2e_s": record.e2e_s,
+            "output_tokens": record.output_tokens,
+            "prompt_tokens": record.prompt_tokens,
+            "error_kind": (record.error or {}).get("kind", "")[:40],
+            "record": data,
+        },
+    )
+
+
+def finalise_summary(*, run: LabRun, step_summaries: list[dict] | None = None) -> dict:
+    """Overall and per-step summaries from the stored requests (also after a crash)."""
+    records = [RequestRecord.from_dict(_record_fields(r.record)) for r in run.requests.order_by("index")]
+    if step_summaries is None:
+        step_summaries = []
+        keys = []
+        for request in run.requests.order_by("index"):
+            key = request.step.get("key", "run")
+            if key not in keys:
+                keys.append(key)
+        for key in keys:
+            step_records = [
+                rec
+                for rec, req in zip(records, run.requests.order_by("index"), strict=True)
+                if req.step.get("key", "run") == key
+            ]
+            params = {k: v for k, v in (step_records[0].params or {}).items()} if step_records else {}
+            step_summaries.append(
+                {
+                    "key": key,
+                    "params": params,
+                    "model": run.model_name,
+                    "summary": summarize(step_records, window_start_s=None),
+                }
+            )
+    plan = run.lab.spec.get("plan", {})
+    summary = {
+        "overall": summarize(records, window_start_s=None),
+        "sweep_param": plan.get("sweep"),
+        "steps": step_summaries,
+    }
+    run.summary = summary
+    run.save(update_fields=["summary"])
+    return summary
+
+
+def _record_fields(data: dict) -> dict:
+    allowed = RequestRecord.__dataclass_fields__
+    return {k: v for k, v in data.items() if k in allowed}
+
+
+def _first_error(run: LabRun) -> str:
+    failed = run.requests.exclude(error_kind="").first()
+    if failed is None:
+        return "No request completed."
+    error = failed.record.get("error") or {}
+    message = error.get("message") or error.get("kind")
+    return f"No request succeeded. The engine said: {message}"
+
+
+def _finish(run: LabRun, *, status: str, error: str) -> None:
+    LabRun.objects.filter(pk=run.pk).update(
+        status=status, error=error, finished_at=timezone.now(), heartbeat_at=timezone.now()
+    )
+    run.status, run.error = status, error

@@ -1,0 +1,107 @@
+"""From a lab's plan and a learner's validated parameters to the measurement steps of a run.
+
+A lab file's `[plan]` table says which parameter is swept and how the others map onto the
+measurement library's RunSpec; each swept value becomes one step, measured in turn.
+Parameter names with a meaning here: prompt_tokens, max_tokens, concurrency, repeats (requests
+per step), shared_prefix_tokens, shared_prefix (0/1 steps), rate_rpm (open-loop arrivals per
+minute), slo_ttft_ms, slo_tpot_ms, model.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from workers.measure import SLO, RunSpec
+
+# Targets cap what a learner may ask; these names are the params the caps apply to.
+CAPPED_PARAMS = {
+    "prompt_tokens": "max_prompt_tokens",
+    "shared_prefix_tokens": "max_prompt_tokens",
+    "max_tokens": "max_output_tokens",
+    "concurrency": "max_concurrency",
+}
+
+
+@dataclass(frozen=True)
+class Step:
+    key: str
+    params: dict[str, Any]
+    model: str
+    spec: RunSpec
+
+
+class PlanError(ValueError):
+    """The parameters do not make a run this target accepts; the message says why."""
+
+
+def _step_values(*, plan: dict, params: dict[str, Any], models: list[str]) -> tuple[str | None, list[Any]]:
+    sweep = plan.get("sweep")
+    if not sweep:
+        return None, [None]
+    if sweep == "model":
+        chosen = params.get("models") or models
+        return "model", list(chosen)
+    values = params.get(sweep)
+    if not isinstance(values, list):
+        values = [values]
+    return sweep, values
+
+
+def build_steps(*, plan: dict, params: dict[str, Any], models: list[str], limits: dict[str, int]) -> list[Step]:
+    """One Step per swept value. `limits` are the target's caps (max_requests_per_run, ...)."""
+    if not models:
+        raise PlanError("this target serves no model; staff must add one before it can run labs")
+    sweep, values = _step_values(plan=plan, params=params, models=models)
+    fixed = dict(plan.get("fixed", {}))
+    repeats = int(params.get("repeats", plan.get("repeats", 5)))
+    per_stream = int(plan.get("requests_per_concurrency", 0))
+    steps: list[Step] = []
+    for index, value in enumerate(values):
+        merged: dict[str, Any] = {**fixed, **{k: v for k, v in params.items() if not isinstance(v, list)}}
+        step_params: dict[str, Any] = {}
+        if sweep is not None:
+            merged[sweep] = value
+            step_params[sweep] = value
+        model = str(merged.pop("model", None) or models[0])
+        concurrency = int(merged.get("concurrency", 1))
+        requests = max(repeats, concurrency * per_stream) if per_stream else repeats
+        shared_prefix = int(merged.get("shared_prefix_tokens", 0)) if int(merged.get("shared_prefix", 1)) else 0
+        rate = float(merged["rate_rpm"]) / 60 if merged.get("rate_rpm") else None
+        slo = None
+        if merged.get("slo_ttft_ms") or merged.get("slo_tpot_ms"):
+            slo = SLO(
+                ttft_s=float(merged["slo_ttft_ms"]) / 1000 if merged.get("slo_ttft_ms") else None,
+                tpot_s=float(merged["slo_tpot_ms"]) / 1000 if merged.get("slo_tpot_ms") else None,
+            )
+        try:
+            spec = RunSpec(
+                requests=requests,
+                prompt_tokens=int(merged.get("prompt_tokens", 128)),
+                max_tokens=int(merged.get("max_tokens", 128)),
+                concurrency=concurrency
+                if rate is None
+                else int(merged.get("concurrency", limits.get("max_concurrency", 64))),
+                rate=rate,
+                arrival=str(plan.get("arrival", "poisson")),
+                warmup=int(plan.get("warmup", 1)) if index == 0 else 0,
+                ignore_eos=bool(plan.get("ignore_eos", True)),
+                seed=int(merged.get("seed", 0)) + index,
+                shared_prefix_tokens=shared_prefix,
+                slo=slo,
+                max_duration_s=float(limits.get("max_run_seconds", 600)),
+                max_errors=max(3, requests // 2),
+            )
+        except ValueError as error:
+            raise PlanError(str(error)) from None
+        key = f"{sweep}={value}" if sweep is not None else "run"
+        steps.append(Step(key=key, params=step_params, model=model, spec=spec))
+    total = sum(step.spec.requests + step.spec.warmup for step in steps)
+    cap = limits.get("max_requests_per_run")
+    if cap and total > cap:
+        raise PlanError(
+            f"this run would send {total} requests; the target allows {cap} per run. Use fewer repeats or steps."
+        )
+    return steps
+
+
+def planned_requests(steps: list[Step]) -> int:
+    return sum(step.spec.requests + step.spec.warmup for step in steps)

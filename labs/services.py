@@ -1,0 +1,196 @@
+"""Write-side logic for labs: submitting, dispatching, cancelling and reaping runs."""
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Avg, F, Q
+from django.utils import timezone
+
+from labs.models import InferenceTarget, Lab, LabRun
+from labs.plans import PlanError, build_steps, planned_requests
+
+logger = logging.getLogger(__name__)
+
+
+def target_limits(target: InferenceTarget) -> dict[str, int]:
+    return {
+        "max_requests_per_run": target.max_requests_per_run,
+        "max_run_seconds": target.max_run_seconds,
+        "max_concurrency": target.max_concurrency,
+    }
+
+
+def check_quota(*, user: AbstractBaseUser, target: InferenceTarget) -> None:
+    active = LabRun.objects.filter(user=user, target=target, status__in=LabRun.ACTIVE).first()
+    if active:
+        raise ValidationError(
+            f"You already have run {active.pk} {active.get_status_display().lower()} on {target.name}. "
+            "Wait for it to finish or cancel it, then run again.",
+            code="one_active_run",
+        )
+    since = timezone.now() - timedelta(days=1)
+    recent = LabRun.objects.filter(user=user, target=target, created_at__gte=since).order_by("created_at")
+    if recent.count() >= target.runs_per_learner_per_day:
+        next_at = recent.first().created_at + timedelta(days=1)
+        raise ValidationError(
+            f"You have used your {target.runs_per_learner_per_day} runs on {target.name} for the last 24 hours. "
+            f"You can run again at {timezone.localtime(next_at):%H:%M} UTC on {timezone.localtime(next_at):%d %b}.",
+            code="quota",
+        )
+
+
+def submit_run(*, user: AbstractBaseUser, lab: Lab, target: InferenceTarget, params: dict, prediction: str) -> LabRun:
+    if not target.enabled:
+        raise ValidationError(f"{target.name} is not taking runs at the moment.", code="disabled")
+    try:
+        steps = build_steps(
+            plan=lab.spec.get("plan", {}), params=params, models=target.model_names, limits=target_limits(target)
+        )
+    except PlanError as error:
+        raise ValidationError(str(error), code="plan") from None
+    with transaction.atomic():
+        # Lock the learner's row so two quick submits cannot both pass the one-active-run check.
+        type(user).objects.select_for_update().filter(pk=user.pk).first()
+        check_quota(user=user, target=target)
+        run = LabRun.objects.create(
+            user=user,
+            lab=lab,
+            target=target,
+            model_name=steps[0].model,
+            params=params,
+            prediction=prediction.strip(),
+            progress={"done": 0, "total": planned_requests(steps), "tokens": 0, "elapsed_s": 0.0},
+        )
+        transaction.on_commit(lambda: dispatch_run(run_id=run.pk))
+    return run
+
+
+def dispatch_run(*, run_id: int) -> None:
+    """Send the run's task to its target's own queue (one worker, concurrency 1, per queue)."""
+    from workers.tasks import run_lab
+
+    run = LabRun.objects.select_related("target").get(pk=run_id)
+    try:
+        run_lab.apply_async(kwargs={"run_id": run.pk}, queue=run.target.queue_name)
+    except Exception as error:
+        logger.warning("could not dispatch run %s: %s", run.pk, error)
+        return
+    LabRun.objects.filter(pk=run.pk).update(dispatched_at=timezone.now(), dispatch_count=F("dispatch_count") + 1)
+
+
+def cancel_run(*, run: LabRun) -> LabRun:
+    """Queued runs stop at once; running ones are told to stop and keep what was measured."""
+    with transaction.atomic():
+        run = LabRun.objects.select_for_update().get(pk=run.pk)
+        if run.status == LabRun.Status.QUEUED:
+            run.status = LabRun.Status.CANCELLED
+            run.finished_at = timezone.now()
+            run.error = "Cancelled before it started."
+            run.save(update_fields=["status", "finished_at", "error"])
+        elif run.status == LabRun.Status.RUNNING:
+            run.cancel_requested = True
+            run.save(update_fields=["cancel_requested"])
+    return run
+
+
+def queue_position(*, run: LabRun) -> int | None:
+    """1 = next to run. FIFO across learners on the same target."""
+    if run.status != LabRun.Status.QUEUED:
+        return None
+    ahead = LabRun.objects.filter(target=run.target, status__in=LabRun.ACTIVE).filter(
+        Q(created_at__lt=run.created_at) | Q(created_at=run.created_at, pk__lt=run.pk)
+    )
+    return ahead.count() + 1
+
+
+def eta_seconds(*, run: LabRun) -> float | None:
+    position = queue_position(run=run)
+    if position is None:
+        return None
+    recent = (
+        LabRun.objects.filter(target=run.target, status=LabRun.Status.SUCCEEDED, started_at__isnull=False)
+        .order_by("-finished_at")[:10]
+        .annotate(duration=F("finished_at") - F("started_at"))
+        .aggregate(mean=Avg("duration"))
+    )
+    mean = recent["mean"]
+    if mean is None:
+        return None
+    return position * mean.total_seconds()
+
+
+def reap_stale_runs() -> dict[str, list[int]]:
+    """Make every run recoverable after a dead worker or an emptied broker.
+
+    - running without a heartbeat for LAB_HEARTBEAT_STALE_S: re-queued once when nothing was
+      measured, else failed with "worker lost", keeping every measured request;
+    - queued, dispatched long ago, while its target's queue in Redis is empty and nothing runs
+      on the target: the message was lost (Redis restarted empty), so it is dispatched again.
+      A duplicate message is harmless: the task does nothing for a run that is not queued.
+    """
+    now = timezone.now()
+    stale_before = now - timedelta(seconds=settings.LAB_HEARTBEAT_STALE_S)
+    outcome: dict[str, list[int]] = {"requeued": [], "failed": [], "redispatched": []}
+    for run in LabRun.objects.filter(status=LabRun.Status.RUNNING).filter(
+        Q(heartbeat_at__lt=stale_before) | Q(heartbeat_at__isnull=True, started_at__lt=stale_before)
+    ):
+        with transaction.atomic():
+            run = LabRun.objects.select_for_update().get(pk=run.pk)
+            if run.status != LabRun.Status.RUNNING:
+                continue
+            from labs.execution import release_dead_lock
+
+            release_dead_lock(target_id=run.target_id)
+            measured = run.requests.count()
+            if measured == 0 and run.requeue_count == 0 and not run.cancel_requested:
+                run.status = LabRun.Status.QUEUED
+                run.requeue_count += 1
+                run.started_at = None
+                run.error = "The worker stopped before measuring anything; re-queued once."
+                run.save(update_fields=["status", "requeue_count", "started_at", "error"])
+                transaction.on_commit(lambda run_id=run.pk: dispatch_run(run_id=run_id))
+                outcome["requeued"].append(run.pk)
+            else:
+                run.status = LabRun.Status.FAILED
+                run.finished_at = now
+                run.error = (
+                    f"Worker lost: the process running this lab stopped. {measured} measured "
+                    f"request{'s' if measured != 1 else ''} are kept below."
+                )
+                run.save(update_fields=["status", "finished_at", "error"])
+                from labs.execution import finalise_summary
+
+                finalise_summary(run=run)
+                outcome["failed"].append(run.pk)
+
+    lost_before = now - timedelta(seconds=settings.LAB_REDISPATCH_AFTER_S)
+    for target in InferenceTarget.objects.filter(runs__status=LabRun.Status.QUEUED).distinct():
+        if LabRun.objects.filter(target=target, status=LabRun.Status.RUNNING).exists():
+            continue
+        if _queue_length(target.queue_name) > 0:
+            continue
+        oldest = (
+            LabRun.objects.filter(target=target, status=LabRun.Status.QUEUED)
+            .filter(Q(dispatched_at__lt=lost_before) | Q(dispatched_at__isnull=True, created_at__lt=lost_before))
+            .order_by("created_at")
+        )
+        for run in oldest:
+            dispatch_run(run_id=run.pk)
+            outcome["redispatched"].append(run.pk)
+    return outcome
+
+
+def _queue_length(queue_name: str) -> int:
+    import redis
+
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=2, socket_connect_timeout=2)
+    try:
+        return int(client.llen(queue_name))
+    except redis.RedisError:
+        return 1  # cannot tell: do not dispatch duplicates blindly
+    finally:
+        client.close()

@@ -1,0 +1,127 @@
+"""Inference targets: registering, probing, and the hardware spec behind speed-of-light bounds."""
+
+import asyncio
+from dataclasses import dataclass
+
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+from django.utils.text import slugify
+
+from courses.inference.specs import UnknownSlugError, get_gpu, gpu_slugs
+from labs.models import InferenceTarget
+from workers.measure import probe
+
+API_FOR_KIND = {
+    InferenceTarget.Kind.VLLM: InferenceTarget.Api.OPENAI_COMPLETIONS,
+    InferenceTarget.Kind.LLAMACPP: InferenceTarget.Api.OPENAI_COMPLETIONS,
+    InferenceTarget.Kind.OPENAI_COMPATIBLE: InferenceTarget.Api.OPENAI_CHAT,
+    InferenceTarget.Kind.OLLAMA: InferenceTarget.Api.OLLAMA_GENERATE,
+}
+
+
+@dataclass(frozen=True)
+class Hardware:
+    name: str
+    slug: str
+    memory_bandwidth_bytes_s: float | None
+    peak_flops: float | None
+    memory_bytes: float | None
+
+
+def hardware_from_catalogue(*, slug: str) -> Hardware:
+    try:
+        gpu = get_gpu(slug=slug)
+    except UnknownSlugError:
+        raise ValidationError(f"Unknown hardware '{slug}'. Known: {', '.join(gpu_slugs())}.") from None
+    return Hardware(
+        name=gpu.name,
+        slug=gpu.slug,
+        memory_bandwidth_bytes_s=gpu.memory_bandwidth_bytes_per_s,
+        peak_flops=gpu.peak_16bit_flops,
+        memory_bytes=float(gpu.memory_bytes),
+    )
+
+
+def upsert_target(
+    *,
+    name: str,
+    kind: str,
+    base_url: str,
+    models: list[str],
+    hardware: Hardware | None = None,
+    api: str | None = None,
+    api_key: str = "",
+    synthetic_text: bool = False,
+    description: str = "",
+    model_bytes: dict[str, float] | None = None,
+    limits: dict[str, int] | None = None,
+) -> InferenceTarget:
+    if kind not in InferenceTarget.Kind.values:
+        raise ValidationError(f"Unknown kind '{kind}'. Use one of: {', '.join(InferenceTarget.Kind.values)}.")
+    if not models:
+        raise ValidationError("Give at least one model name (--model).")
+    fields = {
+        "kind": kind,
+        "api": api or API_FOR_KIND[kind],
+        "base_url": base_url,
+        "model_names": models,
+        "api_key": api_key,
+        "synthetic_text": synthetic_text,
+        "description": description,
+        "enabled": True,
+    }
+    if model_bytes is not None:
+        fields["model_bytes"] = model_bytes
+    if hardware is not None:
+        fields.update(
+            hardware_name=hardware.name,
+            hardware_slug=hardware.slug,
+            memory_bandwidth_bytes_s=hardware.memory_bandwidth_bytes_s,
+            peak_flops=hardware.peak_flops,
+            memory_bytes=hardware.memory_bytes,
+        )
+    fields.update(limits or {})
+    target = InferenceTarget.objects.filter(name=name).first()
+    if target is None:
+        target = InferenceTarget(name=name, slug=_unique_slug(name))
+    for key, value in fields.items():
+        setattr(target, key, value)
+    target.full_clean()
+    target.save()
+    return target
+
+
+def _unique_slug(name: str) -> str:
+    base = slugify(name)[:50] or "target"
+    slug, n = base, 2
+    while InferenceTarget.objects.filter(slug=slug).exists():
+        slug, n = f"{base}-{n}", n + 1
+    return slug
+
+
+def probe_and_record(*, target_id: int) -> InferenceTarget:
+    """Ask the engine what it supports and remember it; a failure is recorded, not raised."""
+    target = InferenceTarget.objects.get(pk=target_id)
+    result = asyncio.run(
+        probe(
+            base_url=target.base_url, api_key=target.api_key or None, model=target.default_model or None, api=target.api
+        )
+    )
+    target.probed_at = timezone.now()
+    if result.reachable:
+        target.capabilities = {
+            "include_usage": bool(result.include_usage),
+            "ignore_eos": bool(result.ignore_eos),
+            "tokenize": result.tokenize,
+            "fresh_connection_per_stream": result.engine == "llamacpp",
+            "metrics": result.metrics,
+        }
+        target.engine_version = (result.engine_version or result.engine or "")[:100]
+        if result.models and not target.model_names:
+            target.model_names = result.models
+        target.probe_error = ""
+    else:
+        target.probe_error = "; ".join(result.errors) or "unreachable"
+    target.save(update_fields=["capabilities", "engine_version", "model_names", "probe_error", "probed_at"])
+    target.probe_result = result
+    return target

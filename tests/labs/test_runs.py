@@ -1,0 +1,218 @@
+"""Lab runs end to end: the submit service, a real Celery worker process on the target's queue,
+the scripted engine with known timings, and the run's stored requests and summary."""
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.core.management import call_command
+
+from labs.content_sync import parse_lab_file
+from labs.models import Lab, LabRun, RunRequest
+from labs.services import cancel_run, queue_position, reap_stale_runs, submit_run
+from labs.targets import upsert_target
+from tests.conftest import ROOT
+from tests.labs.conftest import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def load_lab(slug: str) -> Lab:
+    spec = parse_lab_file(Path(ROOT / "labs" / "content" / f"{slug}.toml"))
+    digest = spec.pop("_hash")
+    return Lab.objects.create(
+        slug=slug, title=spec["title"], objective=spec["objective"], spec=spec, source_path="x", content_hash=digest
+    )
+
+
+def finished(run: LabRun, *, timeout_s: float = 60.0) -> LabRun:
+    """Wait until the run leaves queued/running and return it, whatever its final status."""
+    return wait_for(
+        lambda: LabRun.objects.filter(pk=run.pk).exclude(status__in=LabRun.ACTIVE).first(),
+        timeout_s=timeout_s,
+        message=f"run {run.pk} to finish",
+    )
+
+
+def make_target(url: str, **limits):
+    return upsert_target(name="Scripted GPU", kind="vllm", base_url=url, models=["scripted"], limits=limits or None)
+
+
+TTFT_PARAMS = {"max_tokens": [8, 32], "prompt_tokens": 32, "repeats": 3}
+
+
+def test_a_run_measures_each_step_and_stores_every_request(scripted_engine, celery_worker, user):
+    url = scripted_engine("--ttft-ms", "40", "--gap-ms", "5")
+    target = make_target(url)
+    lab = load_lab("ttft-vs-output-length")
+    celery_worker(target.queue_name)
+    run = submit_run(user=user, lab=lab, target=target, params=TTFT_PARAMS, prediction="TTFT flat, total x4")
+    run = finished(run)
+    assert run.status == LabRun.Status.SUCCEEDED, run.error
+
+    assert RunRequest.objects.filter(run=run).count() == 1 + 3 + 3  # one warm-up, three per step
+    steps = {step["key"]: step["summary"] for step in run.summary["steps"]}
+    assert set(steps) == {"max_tokens=8", "max_tokens=32"}
+    for summary in steps.values():
+        assert summary["requests"]["succeeded"] == 3
+        assert summary["ttft_s"]["p50"] == pytest.approx(0.040, abs=0.015)
+        assert summary["tpot_s"]["p50"] == pytest.approx(0.005, abs=0.002)
+    assert steps["max_tokens=32"]["output_tokens"]["p50"] == 32
+    assert steps["max_tokens=32"]["e2e_s"]["p50"] > 2.5 * steps["max_tokens=8"]["e2e_s"]["p50"]
+    assert run.progress["done"] == 6
+    assert run.result_meta["schema_version"] >= 1
+    assert "base_url" not in json.dumps(run.result_meta)
+
+
+def test_out_of_bounds_and_quota_are_refused_with_clear_messages(scripted_engine, user):
+    target = make_target(scripted_engine(), max_requests_per_run=5, runs_per_learner_per_day=1)
+    lab = load_lab("ttft-vs-output-length")
+    with pytest.raises(ValidationError, match="would send 7 requests; the target allows 5"):
+        submit_run(user=user, lab=lab, target=target, params=TTFT_PARAMS, prediction="p")
+    assert not LabRun.objects.exists()
+    submit_run(user=user, lab=lab, target=target, params={**TTFT_PARAMS, "repeats": 1}, prediction="p")
+    with pytest.raises(ValidationError, match="already have run"):
+        submit_run(user=user, lab=lab, target=target, params={**TTFT_PARAMS, "repeats": 1}, prediction="p")
+    LabRun.objects.update(status=LabRun.Status.SUCCEEDED)
+    with pytest.raises(ValidationError, match=r"used your 1 runs .* You can run again at"):
+        submit_run(user=user, lab=lab, target=target, params={**TTFT_PARAMS, "repeats": 1}, prediction="p")
+
+
+def test_runs_queue_fifo_across_learners_and_cancel_while_queued(scripted_engine, make_user, broker):
+    target = make_target(scripted_engine())
+    lab = load_lab("ttft-vs-output-length")
+    first = submit_run(user=make_user("first"), lab=lab, target=target, params=TTFT_PARAMS, prediction="p")
+    second = submit_run(user=make_user("second"), lab=lab, target=target, params=TTFT_PARAMS, prediction="p")
+    assert queue_position(run=first) == 1
+    assert queue_position(run=second) == 2
+    cancel_run(run=first)
+    first.refresh_from_db()
+    assert first.status == LabRun.Status.CANCELLED
+    assert queue_position(run=second) == 1
+
+
+def test_cancel_while_running_stops_fast_and_keeps_measured_requests(scripted_engine, celery_worker, user):
+    url = scripted_engine("--ttft-ms", "20", "--gap-ms", "20")
+    target = make_target(url)
+    lab = load_lab("ttft-vs-output-length")
+    celery_worker(target.queue_name)
+    run = submit_run(
+        user=user,
+        lab=lab,
+        target=target,
+        params={"max_tokens": [200], "prompt_tokens": 16, "repeats": 10},
+        prediction="p",
+    )
+    wait_for(lambda: RunRequest.objects.filter(run=run, warmup=False).count() >= 2, message="two measured requests")
+    cancel_run(run=run)
+    import time
+
+    asked = time.monotonic()
+    run = wait_for(
+        lambda: LabRun.objects.filter(pk=run.pk, status=LabRun.Status.CANCELLED).first(),
+        timeout_s=10,
+        interval_s=0.05,
+        message="cancelled",
+    )
+    assert time.monotonic() - asked < 3.0
+    assert run.summary["overall"]["requests"]["succeeded"] >= 2
+    assert "measured requests are kept" in run.error
+
+
+def test_an_unreachable_target_fails_fast_with_the_engines_message(celery_worker, user):
+    target = upsert_target(name="Nowhere", kind="vllm", base_url="http://127.0.0.1:9", models=["m"])
+    lab = load_lab("ttft-vs-output-length")
+    celery_worker(target.queue_name)
+    run = submit_run(
+        user=user, lab=lab, target=target, params={"max_tokens": [8], "prompt_tokens": 16, "repeats": 2}, prediction="p"
+    )
+    run = wait_for(
+        lambda: LabRun.objects.filter(pk=run.pk, status=LabRun.Status.FAILED).first(),
+        timeout_s=60,
+        message="failed run",
+    )
+    assert "No request succeeded" in run.error
+    assert "Traceback" not in run.error
+
+
+def test_a_worker_killed_mid_run_leaves_a_failed_run_with_its_samples(scripted_engine, celery_worker, user, settings):
+    settings.LAB_HEARTBEAT_STALE_S = 3
+    url = scripted_engine("--ttft-ms", "10", "--gap-ms", "20")
+    target = make_target(url)
+    lab = load_lab("ttft-vs-output-length")
+    worker = celery_worker(target.queue_name)
+    run = submit_run(
+        user=user,
+        lab=lab,
+        target=target,
+        params={"max_tokens": [100], "prompt_tokens": 16, "repeats": 20},
+        prediction="p",
+    )
+    wait_for(lambda: RunRequest.objects.filter(run=run, warmup=False).count() >= 2, message="two measured requests")
+    os.killpg(worker.pid, signal.SIGKILL)
+    worker.wait()
+    kept = RunRequest.objects.filter(run=run).count()
+    wait_for(lambda: reap_stale_runs()["failed"], timeout_s=20, interval_s=0.5, message="reaper to fail the run")
+    run.refresh_from_db()
+    assert run.status == LabRun.Status.FAILED
+    assert run.error.startswith("Worker lost")
+    assert RunRequest.objects.filter(run=run).count() == kept
+    assert run.summary["overall"]["requests"]["succeeded"] >= 2
+    # The next run on the target succeeds with a fresh worker.
+    celery_worker(target.queue_name)
+    nxt = submit_run(
+        user=user, lab=lab, target=target, params={"max_tokens": [8], "prompt_tokens": 16, "repeats": 2}, prediction="p"
+    )
+    wait_for(lambda: LabRun.objects.filter(pk=nxt.pk, status=LabRun.Status.SUCCEEDED).exists(), message="next run")
+
+
+def test_runs_survive_a_redis_restart_that_empties_the_queue(scripted_engine, celery_worker, user, settings, broker):
+    settings.LAB_REDISPATCH_AFTER_S = 1
+    target = make_target(scripted_engine())
+    lab = load_lab("ttft-vs-output-length")
+    run = submit_run(
+        user=user, lab=lab, target=target, params={"max_tokens": [8], "prompt_tokens": 16, "repeats": 2}, prediction="p"
+    )
+    import redis as redis_lib
+
+    client = redis_lib.Redis.from_url(broker["url"])
+    assert client.llen(target.queue_name) == 1
+    client.flushall()  # what a Redis restart without persistence does to the queue
+    LabRun.objects.filter(pk=run.pk).update(dispatched_at=run.created_at.replace(year=2000))
+    settings.CELERY_BROKER_URL = broker["url"]
+    outcome = reap_stale_runs()
+    assert outcome["redispatched"] == [run.pk]
+    celery_worker(target.queue_name)
+    wait_for(
+        lambda: LabRun.objects.filter(pk=run.pk, status=LabRun.Status.SUCCEEDED).exists(), message="re-dispatched run"
+    )
+
+
+def test_runlab_command_waits_and_prints_the_measurement_schema(scripted_engine, celery_worker, user, capsys):
+    url = scripted_engine("--ttft-ms", "30", "--gap-ms", "3")
+    target = make_target(url)
+    load_lab("ttft-vs-output-length")
+    celery_worker(target.queue_name)
+    call_command(
+        "runlab",
+        "ttft-vs-output-length",
+        "--target",
+        target.name,
+        "--user",
+        user.username,
+        "--param",
+        "max_tokens=8,16",
+        "--param",
+        "repeats=2",
+        "--param",
+        "prompt_tokens=32",
+        "--wait",
+        "--json",
+    )
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["status"] == "succeeded"
+    assert payload["summary"]["ttft_s"]["n"] == 4
+    assert {"p50", "p90", "p95", "p99", "mean", "n"} <= set(payload["summary"]["ttft_s"])

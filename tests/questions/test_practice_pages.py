@@ -1,0 +1,125 @@
+import pytest
+from django.core.management import call_command
+
+from questions.models import Attempt, ModelAnswerReveal, ReviewCard
+
+STRONG = (
+    "Decode is memory-bound: every step has to read all the weights from HBM to make one token. "
+    "With batching the same weight read is shared by every sequence in the batch."
+)
+
+
+@pytest.fixture
+def synced(content, db):
+    call_command("sync_content")
+
+
+def test_answering_shows_a_mark_sheet_with_evidence_and_schedules_review(client, synced, user):
+    client.force_login(user)
+    response = client.post("/practice/q/sample-question/", {"answer": STRONG}, HTTP_HX_REQUEST="true")
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert 'id="answer-panel"' in html and "<html" not in html
+    assert "Got it" in html
+    assert "From your answer" in html
+    assert "An answer that works" in html and "so bytes moved dominate" in html  # revealed after an attempt
+    attempt = Attempt.objects.get(user=user)
+    assert attempt.score == attempt.max_score == 3
+    assert attempt.rubric_version
+    assert ReviewCard.objects.get(user=user, question__slug="sample-question").due > attempt.created_at
+
+
+def test_a_misconception_is_named_with_its_correction(client, synced, user):
+    client.force_login(user)
+    client.post(
+        "/practice/q/sample-question/",
+        {"answer": "Decode is compute-bound because it does lots of matrix maths on the weights."},
+    )
+    html = client.get("/practice/q/sample-question/").content.decode()
+    assert "Misconception." in html
+    assert "far below the ridge point" in html
+
+
+def test_model_answer_is_hidden_until_attempt_or_recorded_reveal(client, synced, user):
+    client.force_login(user)
+    html = client.get("/practice/q/sample-question/").content.decode()
+    assert "so bytes moved dominate" not in html
+    assert "Reveal the model answer anyway" in html
+    client.post("/practice/q/sample-question/reveal/")
+    assert ModelAnswerReveal.objects.filter(user=user).exists()
+    assert "so bytes moved dominate" in client.get("/practice/q/sample-question/").content.decode()
+
+
+def test_follow_up_is_graded_against_its_own_rubric(client, synced, user):
+    client.force_login(user)
+    client.post("/practice/q/sample-question/", {"answer": STRONG})
+    response = client.post(
+        "/practice/q/sample-question/",
+        {"answer": "Batching shares one read of the weights across all the sequences.", "follow_up": "batching"},
+        HTTP_HX_REQUEST="true",
+    )
+    html = response.content.decode()
+    assert 'id="follow-up-batching"' in html
+    follow_up = Attempt.objects.get(user=user, follow_up="batching")
+    assert follow_up.score == follow_up.max_score == 1
+
+
+def test_empty_answer_is_refused_and_nothing_is_stored(client, synced, user):
+    client.force_login(user)
+    response = client.post("/practice/q/sample-question/", {"answer": "   "})
+    assert response.status_code == 422
+    assert b"the box is empty" in response.content
+    assert not Attempt.objects.exists()
+
+
+def test_overlong_answer_is_refused_with_the_limit_shown(client, synced, user):
+    client.force_login(user)
+    response = client.post("/practice/q/sample-question/", {"answer": "decode " * 2000})
+    assert response.status_code == 422
+    assert b"the limit is 10,000" in response.content
+    assert not Attempt.objects.exists()
+
+
+def test_html_in_an_answer_is_shown_inert(client, synced, user):
+    client.force_login(user)
+    client.post("/practice/q/sample-question/", {"answer": "<script>alert(1)</script> decode reads the weights"})
+    attempt = Attempt.objects.get(user=user)
+    html = client.get(attempt.get_absolute_url()).content.decode()
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_a_learner_never_sees_another_learners_attempt(client, synced, make_user):
+    owner, other = make_user("owner"), make_user("other")
+    client.force_login(owner)
+    client.post("/practice/q/sample-question/", {"answer": STRONG})
+    attempt = Attempt.objects.get(user=owner)
+    client.force_login(other)
+    assert client.get(attempt.get_absolute_url()).status_code == 404
+    assert STRONG not in client.get("/practice/q/sample-question/").content.decode()
+
+
+def test_grading_is_rate_limited_with_a_clear_message(client, synced, user, settings):
+    settings.GRADING_RATE_LIMIT_PER_MINUTE = 2
+    client.force_login(user)
+    for _ in range(2):
+        assert client.post("/practice/q/sample-question/", {"answer": STRONG}).status_code == 302
+    response = client.post("/practice/q/sample-question/", {"answer": STRONG})
+    assert response.status_code == 429
+    assert b"Try again in" in response.content
+    assert Attempt.objects.count() == 2
+
+
+def test_review_queue_lists_a_weak_answer_as_due_today(client, synced, user):
+    client.force_login(user)
+    client.post("/practice/q/sample-question/", {"answer": "I am not sure, something about GPUs."})
+    html = client.get("/practice/review/").content.decode()
+    assert "Why is decode memory-bound?" in html.split("Due today")[1]
+
+
+def test_anonymous_visitors_can_read_but_must_log_in_to_answer(client, synced):
+    html = client.get("/practice/q/sample-question/").content.decode()
+    assert "to answer and get feedback" in html
+    response = client.post("/practice/q/sample-question/", {"answer": STRONG})
+    assert response.status_code == 302
+    assert not Attempt.objects.exists()
