@@ -253,21 +253,14 @@ def _store_request(*, run: LabRun, record: RequestRecord, index: int, step: Step
 
 def finalise_summary(*, run: LabRun, step_summaries: list[dict] | None = None) -> dict:
     """Overall and per-step summaries from the stored requests (also after a crash)."""
-    records = [RequestRecord.from_dict(_record_fields(r.record)) for r in run.requests.order_by("index")]
+    rows = list(run.requests.order_by("index").only("record", "step"))
+    records = [RequestRecord.from_dict(_record_fields(row.record)) for row in rows]
+    step_keys = [row.step.get("key", "run") for row in rows]
     if step_summaries is None:
         step_summaries = []
-        keys = []
-        for request in run.requests.order_by("index"):
-            key = request.step.get("key", "run")
-            if key not in keys:
-                keys.append(key)
-        for key in keys:
-            step_records = [
-                rec
-                for rec, req in zip(records, run.requests.order_by("index"), strict=True)
-                if req.step.get("key", "run") == key
-            ]
-            params = {k: v for k, v in (step_records[0].params or {}).items()} if step_records else {}
+        for key in dict.fromkeys(step_keys):
+            step_records = [record for record, k in zip(records, step_keys, strict=True) if k == key]
+            params = dict(step_records[0].params or {}) if step_records else {}
             step_summaries.append(
                 {
                     "key": key,
@@ -278,13 +271,32 @@ def finalise_summary(*, run: LabRun, step_summaries: list[dict] | None = None) -
             )
     plan = run.lab.spec.get("plan", {})
     summary = {
-        "overall": summarize(records, window_start_s=None),
+        "overall": summarize(_on_one_clock(records, step_keys=step_keys), window_start_s=None),
         "sweep_param": plan.get("sweep"),
         "steps": step_summaries,
     }
     run.summary = summary
     run.save(update_fields=["summary"])
     return summary
+
+
+def _on_one_clock(records: list[RequestRecord], *, step_keys: list[str]) -> list[RequestRecord]:
+    """Each step is its own measurement whose clock starts at zero; lay the steps end to end so
+    the overall duration, throughput and peak concurrency are computed over one timeline."""
+    shifted: list[RequestRecord] = []
+    offset, step_end, current = 0.0, 0.0, None
+    for record, key in zip(records, step_keys, strict=True):
+        if key != current:
+            offset += step_end
+            current, step_end = key, 0.0
+        step_end = max(step_end, record.end_s or 0.0, record.send_s or 0.0)
+        copy = RequestRecord.from_dict(record.to_dict())
+        for field in ("scheduled_s", "send_s", "end_s"):
+            value = getattr(copy, field)
+            if value is not None:
+                setattr(copy, field, value + offset)
+        shifted.append(copy)
+    return shifted
 
 
 def _record_fields(data: dict) -> dict:

@@ -4,6 +4,7 @@ import logging
 from datetime import timedelta
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -54,7 +55,7 @@ def submit_run(*, user: AbstractBaseUser, lab: Lab, target: InferenceTarget, par
         raise ValidationError(str(error), code="plan") from None
     with transaction.atomic():
         # Lock the learner's row so two quick submits cannot both pass the one-active-run check.
-        type(user).objects.select_for_update().filter(pk=user.pk).first()
+        get_user_model().objects.select_for_update().filter(pk=user.pk).first()
         check_quota(user=user, target=target)
         run = LabRun.objects.create(
             user=user,

@@ -168,7 +168,8 @@ def compare(request: HttpRequest) -> HttpResponse:
         runs=[
             {"label": f"run {run.pk} · {run.target.name} · {run.created_at:%d %b %H:%M}", "summary": run.summary}
             for run in runs
-        ]
+        ],
+        lab_slug=runs[0].lab.slug,
     )
     return render(request, "labs/compare.html", {"runs": runs, "chart": chart, "lab": runs[0].lab})
 
@@ -195,9 +196,10 @@ def cohort(request: HttpRequest, lab_slug: str) -> HttpResponse:
 
     chart = (
         compare_svg(
-            runs=[{"label": label(i, run), "summary": run.summary} for i, run in enumerate(runs) if run.summary]
+            runs=[{"label": label(i, run), "summary": run.summary} for i, run in enumerate(runs) if run.summary],
+            lab_slug=lab.slug,
         )
-        if len(runs) >= 1
+        if runs
         else ""
     )
     rows = [

@@ -12,6 +12,9 @@ import pytest
 
 from tests.sample_content import COURSE, LAB, LESSON, QUESTIONS
 
+# Scripted engine, private broker and real Celery worker processes, for any test folder.
+pytest_plugins = ["tests.service_fixtures"]
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -13,6 +13,10 @@ from tests.conftest import ROOT, chromium_path
 
 SCREENSHOTS = ROOT / "test-output" / "e2e"
 
+# Playwright's sync API keeps an event loop running in this thread; the ORM calls the tests and
+# fixtures make between browser steps are ordinary synchronous code, so Django may allow them.
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
 
 @pytest.fixture(scope="session")
 def browser():
@@ -41,15 +45,21 @@ def browser():
 
 @pytest.fixture
 def page(browser, request):
-    # Playwright's sync API runs an event loop in this thread; the ORM calls the test makes
-    # between browser steps are ordinary synchronous code, so allow them.
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     problems: list[str] = []
     page.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}") if msg.type == "error" else None)
     page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
-    page.on("requestfailed", lambda req: problems.append(f"request failed: {req.url} ({req.failure})"))
+    # ERR_ABORTED is the browser cancelling its own request (a download, or a poll cut short by
+    # navigating away); every other failure is a real one.
+    page.on(
+        "requestfailed",
+        lambda req: (
+            problems.append(f"request failed: {req.url} ({req.failure})")
+            if "ERR_ABORTED" not in (req.failure or "")
+            else None
+        ),
+    )
     page.on(
         "response",
         lambda response: problems.append(f"HTTP {response.status}: {response.url}") if response.status >= 500 else None,

@@ -15,7 +15,7 @@ from labs.models import Lab, LabRun, RunRequest
 from labs.services import cancel_run, queue_position, reap_stale_runs, submit_run
 from labs.targets import upsert_target
 from tests.conftest import ROOT
-from tests.labs.conftest import wait_for
+from tests.service_fixtures import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

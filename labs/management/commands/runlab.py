@@ -1,11 +1,13 @@
 import json
 import time
+from dataclasses import asdict
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from labs.forms import RunForm
+from labs.selectors import findings_for
 from labs.models import InferenceTarget, Lab, LabRun
 from labs.services import submit_run
 
@@ -77,6 +79,7 @@ class Command(BaseCommand):
                 "error": run.error,
                 "summary": summary.get("overall"),
                 "steps": summary.get("steps", []),
+                "findings": [asdict(finding) for finding in findings_for(run=run)],
             }
             self.stdout.write(json.dumps(payload, indent=2))
         else:
