@@ -1,0 +1,78 @@
+"""Deterministic grading speed over the evaluation set: p50 / p95 / max per answer, in ms.
+
+    python bench/grading_speed.py [--repeat 20]
+
+Needs no database or Django settings: it reads the bank and the labelled answers from files.
+The first pass over the set is reported on its own (regexes compile on first use) and left
+out of the percentiles, which describe a warm worker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from questions.bank import load_bank  # noqa: E402
+from questions.grading import grade  # noqa: E402
+from questions.grading.evaluation import load_evaluation_set  # noqa: E402
+
+
+def percentile(sorted_ms: list[float], fraction: float) -> float:
+    """Nearest-rank percentile of an already sorted list."""
+    index = max(0, min(len(sorted_ms) - 1, round(fraction * len(sorted_ms) + 0.5) - 1))
+    return sorted_ms[index]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=20, help="passes over the set (warm)")
+    parser.add_argument("--content-dir", type=Path, default=ROOT / "questions" / "content")
+    parser.add_argument(
+        "--eval-dir", type=Path, default=ROOT / "tests" / "questions" / "evaluation_set",
+    )
+    args = parser.parse_args()
+
+    started = time.perf_counter()
+    bank = load_bank(content_dir=args.content_dir)
+    load_ms = (time.perf_counter() - started) * 1000
+    answers = load_evaluation_set(directory=args.eval_dir, bank=bank)
+    targets = []
+    for answer in answers:
+        question = bank.question(answer.question)
+        targets.append(question.follow_up(answer.follow_up) if answer.follow_up else question)
+
+    started = time.perf_counter()
+    for target, answer in zip(targets, answers, strict=True):
+        grade(question=target, answer=answer.text)
+    cold_ms = (time.perf_counter() - started) * 1000
+
+    timings: list[float] = []
+    for _ in range(args.repeat):
+        for target, answer in zip(targets, answers, strict=True):
+            started = time.perf_counter()
+            grade(question=target, answer=answer.text)
+            timings.append((time.perf_counter() - started) * 1000)
+    timings.sort()
+    lengths = [len(a.text) for a in answers]
+
+    print(f"bank load: {load_ms:.0f} ms ({len(bank.questions)} questions)")
+    print(
+        f"answers: {len(answers)} (median {statistics.median(lengths):.0f} chars, "
+        f"max {max(lengths)}), first pass {cold_ms:.0f} ms total",
+    )
+    print(f"graded {len(timings)} times over {args.repeat} warm passes")
+    print(
+        f"per answer: p50 {percentile(timings, 0.50):.2f} ms  "
+        f"p95 {percentile(timings, 0.95):.2f} ms  max {timings[-1]:.2f} ms",
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

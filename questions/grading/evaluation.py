@@ -1,0 +1,321 @@
+"""How well the deterministic grader agrees with labelled answers.
+
+The evaluation set is TOML files, one per question:
+
+    question = "prefill-decode-ttft"
+
+    [[answers]]
+    id = "strong-1"
+    category = "strong"        # strong | partial | wrong | misconception | keyword_list | paraphrase
+    split = "dev"              # dev: used while writing concepts; heldout: written afterwards
+    follow_up = "bill"         # optional: grade against this follow-up instead
+    text = '''The answer as a candidate wrote it.'''
+    expected = { two-phases = true, prefill-compute-bound = false }   # every criterion
+    misconceptions = ["swapped-bounds"]                                 # expected to be flagged
+
+Every criterion of the rubric must be labelled, so agreement is measured on all of them.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from questions.bank import Bank, BankError, FollowUp, Question
+from questions.grading import GradeResult, grade
+
+CATEGORIES = ("strong", "partial", "wrong", "misconception", "keyword_list", "paraphrase")
+SPLITS = ("dev", "heldout")
+
+# The score bounds the issue sets for each kind of answer (fraction of max score).
+MIN_FRACTION = {"strong": 0.80, "paraphrase": 0.50}
+MAX_FRACTION = {"keyword_list": 0.35, "wrong": 0.35}
+
+
+@dataclass(frozen=True)
+class LabelledAnswer:
+    id: str
+    question: str
+    follow_up: str | None
+    category: str
+    split: str
+    text: str
+    expected: Mapping[str, bool]
+    misconceptions: tuple[str, ...]
+    path: Path
+    line: int
+
+    @property
+    def key(self) -> str:
+        target = f"{self.question}/{self.follow_up}" if self.follow_up else self.question
+        return f"{target}#{self.id}"
+
+
+@dataclass(frozen=True)
+class AnswerOutcome:
+    answer: LabelledAnswer
+    result: GradeResult
+    agreement: Mapping[str, bool]  # criterion id -> grader agreed with the label
+    missed_misconceptions: tuple[str, ...]
+    unexpected_misconceptions: tuple[str, ...]
+    threshold_problem: str | None
+
+    @property
+    def fraction(self) -> float:
+        return self.result.fraction
+
+
+@dataclass
+class EvaluationReport:
+    outcomes: list[AnswerOutcome] = field(default_factory=list)
+
+    def _agreement(self, outcomes: Iterable[AnswerOutcome]) -> tuple[int, int]:
+        agreed = total = 0
+        for outcome in outcomes:
+            total += len(outcome.agreement)
+            agreed += sum(outcome.agreement.values())
+        return agreed, total
+
+    @property
+    def overall(self) -> float:
+        agreed, total = self._agreement(self.outcomes)
+        return agreed / total if total else 0.0
+
+    def split_agreement(self, split: str) -> float:
+        agreed, total = self._agreement(o for o in self.outcomes if o.answer.split == split)
+        return agreed / total if total else 0.0
+
+    def per_criterion(self) -> dict[str, tuple[int, int]]:
+        """'question[/follow-up]:criterion' -> (agreed, labelled)."""
+        table: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for outcome in self.outcomes:
+            answer = outcome.answer
+            target = f"{answer.question}/{answer.follow_up}" if answer.follow_up else answer.question
+            for criterion_id, agreed in outcome.agreement.items():
+                row = table[f"{target}:{criterion_id}"]
+                row[0] += int(agreed)
+                row[1] += 1
+        return {key: (row[0], row[1]) for key, row in sorted(table.items())}
+
+    def per_category(self) -> dict[str, dict[str, float]]:
+        grouped: dict[str, list[AnswerOutcome]] = defaultdict(list)
+        for outcome in self.outcomes:
+            grouped[outcome.answer.category].append(outcome)
+        stats: dict[str, dict[str, float]] = {}
+        for category in CATEGORIES:
+            members = grouped.get(category, [])
+            if not members:
+                continue
+            fractions = [m.fraction for m in members]
+            agreed, total = self._agreement(members)
+            stats[category] = {
+                "answers": len(members),
+                "mean_score": sum(fractions) / len(fractions),
+                "min_score": min(fractions),
+                "max_score": max(fractions),
+                "agreement": agreed / total if total else 0.0,
+            }
+        return stats
+
+    @property
+    def problems(self) -> list[str]:
+        found: list[str] = []
+        for outcome in self.outcomes:
+            if outcome.threshold_problem:
+                found.append(f"{outcome.answer.key}: {outcome.threshold_problem}")
+            if outcome.answer.category == "misconception" and outcome.missed_misconceptions:
+                found.append(
+                    f"{outcome.answer.key}: misconception not flagged: "
+                    f"{', '.join(outcome.missed_misconceptions)}",
+                )
+        return found
+
+    @property
+    def misconception_recall(self) -> tuple[int, int]:
+        expected = sum(len(o.answer.misconceptions) for o in self.outcomes)
+        missed = sum(len(o.missed_misconceptions) for o in self.outcomes)
+        return expected - missed, expected
+
+    @property
+    def unexpected_misconceptions(self) -> list[str]:
+        return [
+            f"{o.answer.key}: {m}" for o in self.outcomes for m in o.unexpected_misconceptions
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        found, expected = self.misconception_recall
+        return {
+            "answers": len(self.outcomes),
+            "overall_agreement": round(self.overall, 4),
+            "agreement_by_split": {
+                split: round(self.split_agreement(split), 4)
+                for split in SPLITS if any(o.answer.split == split for o in self.outcomes)
+            },
+            "per_criterion": {
+                key: {"agreed": agreed, "labelled": total, "agreement": round(agreed / total, 4)}
+                for key, (agreed, total) in self.per_criterion().items()
+            },
+            "per_category": {
+                category: {k: round(v, 4) for k, v in values.items()}
+                for category, values in self.per_category().items()
+            },
+            "misconceptions": {
+                "flagged": found,
+                "expected": expected,
+                "unexpected": self.unexpected_misconceptions,
+            },
+            "answers_detail": [
+                {
+                    "key": o.answer.key,
+                    "category": o.answer.category,
+                    "split": o.answer.split,
+                    "score": o.result.score,
+                    "max_score": o.result.max_score,
+                    "disagreements": sorted(k for k, v in o.agreement.items() if not v),
+                    "missed_misconceptions": list(o.missed_misconceptions),
+                    "unexpected_misconceptions": list(o.unexpected_misconceptions),
+                    "capped": o.result.capped_reason is not None,
+                }
+                for o in self.outcomes
+            ],
+            "problems": self.problems,
+        }
+
+
+def _target(bank: Bank, answer_question: str, follow_up: str | None) -> Question | FollowUp:
+    question = bank.question(answer_question)
+    return question.follow_up(follow_up) if follow_up else question
+
+
+def load_evaluation_set(*, directory: Path, bank: Bank) -> list[LabelledAnswer]:
+    """Every labelled answer under `directory` (recursively), checked against the bank."""
+    answers: list[LabelledAnswer] = []
+    seen: set[str] = set()
+    for path in sorted(directory.rglob("*.toml")):
+        text = path.read_text(encoding="utf-8")
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as error:
+            raise BankError(path, 1, f"TOML syntax: {error}") from None
+        lines = text.splitlines()
+        question_slug = data.get("question")
+        if not isinstance(question_slug, str):
+            raise BankError(path, 1, "missing 'question = \"slug\"'")
+        try:
+            bank.question(question_slug)
+        except KeyError:
+            raise BankError(path, 1, f"unknown question {question_slug!r}") from None
+        id_lines = [n for n, line in enumerate(lines, start=1) if line.strip().startswith("id =")]
+        for index, body in enumerate(data.get("answers", [])):
+            line = id_lines[index] if index < len(id_lines) else 1
+            follow_up = body.get("follow_up")
+            try:
+                target = _target(bank, question_slug, follow_up)
+            except KeyError as error:
+                raise BankError(path, line, str(error)) from None
+            category = body.get("category")
+            split = body.get("split", "dev")
+            if category not in CATEGORIES:
+                raise BankError(path, line, f"category {category!r} not in {CATEGORIES}")
+            if split not in SPLITS:
+                raise BankError(path, line, f"split {split!r} not in {SPLITS}")
+            expected = body.get("expected", {})
+            rubric_ids = [c.id for c in target.rubric]
+            if target.type == "numeric":
+                rubric_ids = ["value", *rubric_ids]
+            if sorted(expected) != sorted(rubric_ids):
+                raise BankError(
+                    path, line,
+                    f"answer {body.get('id')!r} must label exactly {sorted(rubric_ids)}, "
+                    f"labels {sorted(expected)}",
+                )
+            known = {m.id for m in target.misconceptions}
+            misconceptions = tuple(body.get("misconceptions", []))
+            for misconception_id in misconceptions:
+                if misconception_id not in known:
+                    raise BankError(path, line, f"unknown misconception {misconception_id!r}")
+            answer = LabelledAnswer(
+                id=str(body.get("id")), question=question_slug, follow_up=follow_up,
+                category=category, split=split, text=str(body.get("text", "")),
+                expected={k: bool(v) for k, v in expected.items()},
+                misconceptions=misconceptions, path=path, line=line,
+            )
+            if answer.key in seen:
+                raise BankError(path, line, f"duplicate answer {answer.key}")
+            seen.add(answer.key)
+            answers.append(answer)
+    return answers
+
+
+def _threshold_problem(category: str, fraction: float) -> str | None:
+    # A capped score is exactly 35%; compare with a little slack for float rounding.
+    if category in MIN_FRACTION and fraction < MIN_FRACTION[category] - 1e-9:
+        return f"{category} scored {fraction:.0%}, needs >= {MIN_FRACTION[category]:.0%}"
+    if category in MAX_FRACTION and fraction > MAX_FRACTION[category] + 1e-9:
+        return f"{category} scored {fraction:.0%}, needs <= {MAX_FRACTION[category]:.0%}"
+    return None
+
+
+def evaluate(*, answers: Iterable[LabelledAnswer], bank: Bank) -> EvaluationReport:
+    report = EvaluationReport()
+    for answer in answers:
+        target = _target(bank, answer.question, answer.follow_up)
+        result = grade(question=target, answer=answer.text)
+        met = {c.id: c.met for c in result.criteria}
+        flagged = {m.id for m in result.misconceptions}
+        report.outcomes.append(
+            AnswerOutcome(
+                answer=answer,
+                result=result,
+                agreement={cid: met.get(cid) == want for cid, want in answer.expected.items()},
+                missed_misconceptions=tuple(
+                    m for m in answer.misconceptions if m not in flagged
+                ),
+                unexpected_misconceptions=tuple(
+                    sorted(flagged - set(answer.misconceptions)),
+                ),
+                threshold_problem=_threshold_problem(answer.category, result.fraction),
+            ),
+        )
+    return report
+
+
+def render_text(report: EvaluationReport) -> str:
+    lines = [
+        f"Grading agreement over {len(report.outcomes)} labelled answers",
+        f"  overall: {report.overall:.1%}",
+    ]
+    for split in SPLITS:
+        if any(o.answer.split == split for o in report.outcomes):
+            lines.append(f"  {split}: {report.split_agreement(split):.1%}")
+    found, expected = report.misconception_recall
+    lines.append(f"  misconceptions flagged: {found}/{expected}")
+    lines += ["", "By category (score as a share of max):"]
+    for category, stats in report.per_category().items():
+        lines.append(
+            f"  {category:<14} n={int(stats['answers']):<3} mean {stats['mean_score']:.0%}  "
+            f"min {stats['min_score']:.0%}  max {stats['max_score']:.0%}  "
+            f"agreement {stats['agreement']:.0%}",
+        )
+    lines += ["", "By criterion (agreed/labelled):"]
+    for key, (agreed, total) in report.per_criterion().items():
+        lines.append(f"  {agreed:>2}/{total:<2} {agreed / total:>5.0%}  {key}")
+    disagreements = [
+        (o.answer.key, sorted(k for k, v in o.agreement.items() if not v))
+        for o in report.outcomes
+    ]
+    disagreements = [(key, ids) for key, ids in disagreements if ids]
+    if disagreements:
+        lines += ["", "Disagreements:"]
+        lines += [f"  {key}: {', '.join(ids)}" for key, ids in disagreements]
+    if report.unexpected_misconceptions:
+        lines += ["", "Misconceptions flagged that were not labelled:"]
+        lines += [f"  {item}" for item in report.unexpected_misconceptions]
+    problems = report.problems
+    lines += ["", "Threshold problems:" if problems else "All thresholds hold."]
+    lines += [f"  {problem}" for problem in problems]
+    return "\n".join(lines)

@@ -1,0 +1,176 @@
+"""The deterministic rubric grader for free-text answers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from questions.bank import FollowUp, Question
+from questions.grading.results import CriterionResult, GradeResult, MisconceptionHit, total
+from questions.grading.text import (
+    AnswerAnalysis,
+    analyse,
+    any_present,
+    evidence_span,
+    holds,
+    keyword_list_reason,
+)
+
+
+def _alternatives(match: Sequence[str]) -> list[list[str]]:
+    return [[part.strip() for part in alternative.split("+")] for alternative in match]
+
+
+def used_concepts(question: Question | FollowUp) -> set[str]:
+    used: set[str] = set()
+    for item in [*question.rubric, *question.misconceptions]:
+        for alternative in _alternatives(item.match):
+            used.update(alternative)
+        used.update(item.unless)
+    for group in question.contrasts:
+        if used & set(group):
+            used.update(group)
+    return used
+
+
+def _matching_sentences(
+    analysis: AnswerAnalysis, match: Sequence[str], unless: Sequence[str], *,
+    misconception: bool, tainted: Mapping[int, set[str]] | None = None,
+) -> dict[int, list[str]]:
+    """Sentence index -> the first alternative that holds there.
+
+    Misconceptions are only looked for in sentences that make a claim and do not report or
+    suppose someone else's belief. An alternative cannot earn a criterion in a sentence where
+    a misconception was found about one of the same concepts.
+    """
+    hits: dict[int, list[str]] = {}
+    for index, sentence in enumerate(analysis.sentences):
+        if misconception and (sentence.distanced or not sentence.claims):
+            continue
+        if unless and any_present(analysis=analysis, index=index, concept_ids=unless):
+            continue
+        for alternative in _alternatives(match):
+            if tainted and tainted.get(index, set()) & set(alternative):
+                continue
+            # A relation has to be stated; terms side by side in a list state nothing.
+            if len(alternative) > 1 and not sentence.claims:
+                continue
+            if holds(analysis=analysis, index=index, alternative=alternative):
+                hits[index] = alternative
+                break
+    return hits
+
+
+def _answer_wide(analysis: AnswerAnalysis, match: Sequence[str]) -> list[int] | None:
+    """Sentences that together hold one alternative anywhere in the answer, or None.
+
+    Answer-wide criteria are about naming things, so a sentence that also states a
+    misconception still counts as naming them.
+    """
+    for alternative in _alternatives(match):
+        used: list[int] = []
+        for concept_id in alternative:
+            where = next(
+                (
+                    index for index, sentence in enumerate(analysis.sentences)
+                    if sentence.present(concept_id)
+                ),
+                None,
+            )
+            if where is None:
+                break
+            used.append(where)
+        else:
+            return sorted(set(used))
+    return None
+
+
+def grade_rubric(
+    *, question: Question | FollowUp, answer: str, apply_keyword_cap: bool = True,
+) -> tuple[tuple[CriterionResult, ...], tuple[MisconceptionHit, ...], str | None]:
+    """Per-criterion results, misconceptions found and the keyword-list reason (if capped)."""
+    analysis = analyse(
+        text=answer, concepts=question.concepts, concept_ids=used_concepts(question),
+        contrasts=question.contrasts,
+    )
+
+    hits: list[MisconceptionHit] = []
+    tainted: dict[int, set[str]] = {}
+    voided: dict[str, str] = {}
+    for misconception in question.misconceptions:
+        if not misconception.match:
+            continue
+        found = _matching_sentences(
+            analysis, misconception.match, misconception.unless, misconception=True,
+        )
+        if not found:
+            continue
+        for index, alternative in found.items():
+            tainted.setdefault(index, set()).update(alternative)
+        first = min(found)
+        start, end = evidence_span(analysis=analysis, index=first)
+        hits.append(
+            MisconceptionHit(
+                id=misconception.id, correction=misconception.correction,
+                evidence=analysis.text[start:end], evidence_span=(start, end),
+            ),
+        )
+        for criterion_id in misconception.voids:
+            voided.setdefault(criterion_id, misconception.id)
+
+    results: list[CriterionResult] = []
+    for criterion in question.rubric:
+        # A sentence that states a misconception earns nothing for the same concepts
+        # ("decode is compute-bound because it reads all the weights").
+        sentences = sorted(
+            _matching_sentences(
+                analysis, criterion.match, criterion.unless, misconception=False,
+                tainted=tainted,
+            ),
+        )
+        span: tuple[int, int] | None = None
+        if sentences:
+            span = evidence_span(analysis=analysis, index=sentences[0])
+        elif criterion.scope == "answer":
+            spread = _answer_wide(analysis, criterion.match)
+            if spread is not None:
+                span = (
+                    evidence_span(analysis=analysis, index=spread[0])[0],
+                    analysis.sentences[spread[-1]].sentence.end,
+                )
+        if criterion.id in voided:
+            results.append(
+                CriterionResult(
+                    id=criterion.id, met=False, points=criterion.points, awarded=0,
+                    feedback=(
+                        f"{criterion.feedback_missed} (Not credited: the answer states the "
+                        f"misconception '{voided[criterion.id]}', which contradicts this point.)"
+                    ),
+                ),
+            )
+        elif span is not None:
+            start, end = span
+            results.append(
+                CriterionResult(
+                    id=criterion.id, met=True, points=criterion.points,
+                    awarded=criterion.points, feedback=criterion.feedback_met,
+                    evidence=analysis.text[start:end], evidence_span=(start, end),
+                ),
+            )
+        else:
+            results.append(
+                CriterionResult(
+                    id=criterion.id, met=False, points=criterion.points, awarded=0,
+                    feedback=criterion.feedback_missed,
+                ),
+            )
+    capped = keyword_list_reason(answer) if apply_keyword_cap else None
+    return tuple(results), tuple(hits), capped
+
+
+def grade_free_text(*, question: Question | FollowUp, answer: str) -> GradeResult:
+    criteria, misconceptions, capped = grade_rubric(question=question, answer=answer)
+    score, max_score = total(criteria=criteria, capped_reason=capped)
+    return GradeResult(
+        score=score, max_score=max_score, criteria=criteria, misconceptions=misconceptions,
+        capped_reason=capped, rubric_version=question.rubric_version,
+    )

@@ -1,0 +1,359 @@
+"""questions.grading: free-text relations, negation, misconceptions, the cap, units, choices."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from questions.bank import load_bank
+from questions.grading import KEYWORD_LIST_CAP, grade
+from questions.grading.choice import ChoiceError, parse_choices
+from questions.grading.text import keyword_list_reason, split_sentences
+from questions.grading.units import find_quantities
+
+CONTENT_DIR = Path(__file__).resolve().parents[2] / "questions" / "content"
+
+
+@pytest.fixture(scope="module")
+def bank():
+    return load_bank(content_dir=CONTENT_DIR)
+
+
+def met(result) -> set[str]:
+    return {c.id for c in result.criteria if c.met}
+
+
+def flagged(result) -> set[str]:
+    return {m.id for m in result.misconceptions}
+
+
+# --- Relations inside one sentence ---------------------------------------------------------
+
+
+def test_relation_needs_both_concepts_in_one_sentence(bank):
+    question = bank.question("prefill-decode-ttft")
+    together = grade(question=question, answer="Prefill is compute-bound.")
+    apart = grade(question=question, answer="Prefill comes first. Some work is compute-bound.")
+    assert "prefill-compute-bound" in met(together)
+    assert "prefill-compute-bound" not in met(apart)
+
+
+def test_contrast_keeps_each_property_on_its_own_side(bank):
+    question = bank.question("prefill-decode-ttft")
+    for answer in (
+        "Prefill is compute-bound while decode is memory-bound.",
+        "Prefill is compute-bound and decode is memory-bound.",
+        "Prefill is compute-bound, decode memory-bound.",
+        "Compute-bound prefill is very different from memory-bound decode.",
+        "Decode, unlike prefill, is memory-bound; prefill is compute-bound.",
+        "prefill is compute bound decode is memory bound",
+    ):
+        result = grade(question=question, answer=answer)
+        assert {"prefill-compute-bound", "decode-memory-bound"} <= met(result), answer
+        assert flagged(result) == set(), answer
+
+
+def test_swapping_the_bounds_is_a_misconception_not_a_match(bank):
+    question = bank.question("prefill-decode-ttft")
+    result = grade(question=question, answer="Prefill is memory-bound while decode is compute-bound.")
+    assert "swapped-bounds" in flagged(result)
+    assert not {"prefill-compute-bound", "decode-memory-bound"} & met(result)
+    feedback = result.criterion("decode-memory-bound").feedback
+    assert "Not credited" in feedback and "swapped-bounds" in feedback
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Decode is not compute-bound.",
+        "Decode isn't compute-bound.",
+        "Decode isnt compute bound at all.",
+        "Decode is never compute-bound at batch 1.",
+        "Decode is no longer compute-bound once you leave prefill.",
+        "Decode is memory-bound rather than compute-bound.",
+        "Decode is memory-bound, not compute-bound.",
+    ],
+)
+def test_negation_stops_a_misconception(bank, answer):
+    result = grade(question=bank.question("prefill-decode-ttft"), answer=answer)
+    assert "swapped-bounds" not in flagged(result)
+
+
+def test_negation_scope_ends_at_the_clause(bank):
+    question = bank.question("prefill-decode-ttft")
+    result = grade(question=question, answer="Decode is not compute-bound but memory-bound.")
+    assert "decode-memory-bound" in met(result)
+    result = grade(question=question, answer="Decode isn't parallel and is memory-bound.")
+    assert "decode-memory-bound" in met(result)
+
+
+def test_rather_than_denies_only_the_phrase_after_it(bank):
+    question = bank.question("weight-only-quant-speedup")
+    answer = (
+        "Decode is memory-bound. With 4-bit instead of 16-bit weights you move 4x fewer bytes "
+        "per step."
+    )
+    assert "fewer-bytes" in met(grade(question=question, answer=answer))
+
+
+def test_reported_beliefs_are_not_misconceptions(bank):
+    question = bank.question("prefill-decode-ttft")
+    answer = "A common mistake is to think decode is compute-bound; it is memory-bound."
+    result = grade(question=question, answer=answer)
+    assert flagged(result) == set()
+    assert "decode-memory-bound" in met(result)
+
+
+def test_a_pronoun_carries_the_subject_into_the_next_sentence(bank):
+    question = bank.question("inference-bottleneck")
+    result = grade(
+        question=question,
+        answer="Decode is the token-by-token phase. It is memory-bound as a result.",
+    )
+    criterion = result.criterion("decode-bandwidth")
+    assert criterion.met
+    # The evidence spans both sentences, because the second needs the first.
+    assert criterion.evidence == (
+        "Decode is the token-by-token phase. It is memory-bound as a result."
+    )
+
+
+def test_evidence_is_the_span_of_the_sentence_that_matched(bank):
+    answer = "TTFT is mostly queueing plus prefill.  Decode is memory-bound: it streams the weights."
+    result = grade(question=bank.question("prefill-decode-ttft"), answer=answer)
+    criterion = result.criterion("decode-memory-bound")
+    start, end = criterion.evidence_span
+    assert answer[start:end] == criterion.evidence
+    assert criterion.evidence == "Decode is memory-bound: it streams the weights."
+    assert result.criterion("kv-small-effect").evidence is None
+
+
+def test_answer_wide_criteria_accept_names_spread_over_sentences(bank):
+    question = bank.question("prefill-decode-ttft")
+    result = grade(
+        question=question, answer="First comes prefill over the prompt. Then decode, token by token.",
+    )
+    assert "two-phases" in met(result)
+
+
+def test_a_misconception_voids_the_criterion_it_contradicts(bank):
+    question = bank.question("8b-16-users-24gb")
+    answer = (
+        "The weights are 16 GB in BF16. It fits easily with room to spare for 16 users. "
+        "Anyway it doesn't fit with the KV cache."
+    )
+    result = grade(question=question, answer=answer)
+    assert "ignores-kv-cache" in flagged(result)
+    assert not result.criterion("verdict").met
+
+
+def test_unless_lets_a_qualified_statement_through(bank):
+    question = bank.question("8b-16-users-24gb")
+    answer = "With FP8 weights and an FP8 KV cache it fits: about 8 GB plus 8 GiB."
+    result = grade(question=question, answer=answer)
+    assert "ignores-kv-cache" not in flagged(result)
+    assert "what-would-work" in met(result)
+
+
+# --- Keyword lists -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "prefill, decode, compute bound, memory bound, KV cache, bandwidth",
+        "- prefill\n- decode\n- memory bandwidth\n- compute",
+        "Bottlenecks: HBM bandwidth / KV cache size / FLOPs / batch size",
+        "prefill -> compute\ndecode -> memory\nkv cache -> grows",
+        "static vs continuous\nwaits for longest\njoin/leave each step\nKV paging",
+    ],
+)
+def test_keyword_lists_are_detected(answer):
+    assert keyword_list_reason(answer) is not None
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Decode is memory-bound.",
+        "Prefill processes the prompt in parallel, so it is compute-bound.",
+        "Weights: 8B params x 2 bytes = 16 GB. KV: 2 x 32 x 8 x 128 x 2 = 128 KiB per token.",
+        "Because each step reads every weight, and the tensor cores wait on memory.",
+    ],
+)
+def test_explanations_are_not_keyword_lists(answer):
+    assert keyword_list_reason(answer) is None
+
+
+def test_keyword_list_is_capped_at_35_percent(bank):
+    question = bank.question("when-self-host")
+    answer = "privacy, fine-tuning, vendor lock-in, spiky traffic, on-call, break-even"
+    result = grade(question=question, answer=answer)
+    assert sum(c.awarded for c in result.criteria) > KEYWORD_LIST_CAP * result.max_score
+    assert result.score == pytest.approx(KEYWORD_LIST_CAP * result.max_score)
+    assert result.capped_reason is not None
+
+
+def test_sentences_split_on_punctuation_and_lines_but_not_decimals():
+    text = "Bandwidth is 3.35 TB/s, e.g. on an H100. Decode is slow!\n- bullet one\n1. numbered"
+    assert [s.text for s in split_sentences(text)] == [
+        "Bandwidth is 3.35 TB/s, e.g. on an H100.",
+        "Decode is slow!",
+        "bullet one",
+        "numbered",
+    ]
+
+
+# --- Results -------------------------------------------------------------------------------
+
+
+def test_grading_is_deterministic_and_serialisable(bank):
+    question = bank.question("batching-almost-free")
+    answer = question.model_answer
+    first, second = grade(question=question, answer=answer), grade(question=question, answer=answer)
+    assert first == second
+    data = first.to_dict()
+    assert set(data) >= {"score", "max_score", "criteria", "misconceptions", "capped_reason"}
+    assert set(data["criteria"][0]) >= {"id", "met", "points", "feedback", "evidence"}
+    assert data["rubric_version"] == question.rubric_version
+    assert first.criteria[0].decided_by == "rubric"
+
+
+def test_empty_answer_scores_zero(bank):
+    result = grade(question=bank.question("inference-bottleneck"), answer="   ")
+    assert result.score == 0 and not met(result)
+
+
+def test_every_model_answer_in_the_set_scores_full_marks(bank):
+    question_set = next(s for s in bank.sets if s.slug == "quantization-inference-optimisation")
+    for question in question_set.questions:
+        items = [question, *question.follow_ups]
+        for item in items:
+            answer = item.model_answer
+            if item.type == "multiple_choice":
+                answer = ",".join(str(i) for i, c in enumerate(item.choices) if c.correct)
+            result = grade(question=item, answer=answer)
+            assert result.fraction == 1.0, (item.slug, [c.id for c in result.criteria if not c.met])
+            assert result.misconceptions == (), item.slug
+
+
+# --- Numbers -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "unit"),
+    [
+        ("16 GiB", 16, "GiB"),
+        ("16GB", 16, "GB"),
+        ("1.6e10 bytes", 1.6e10, "B"),
+        ("16,384 MiB", 16384, "MiB"),
+        ("about 16 GB", 16, "GB"),
+        ("~120 tokens/s", 120, "tokens/s"),
+        ("25 ms", 25, "ms"),
+        ("120 t/s", 120, "tokens/s"),
+        ("3.35 TB/s", 3.35, "TB/s"),
+        ("989 TFLOPS", 989, "TFLOP/s"),
+        ("$0.46 per million tokens", 0.46, "USD"),
+    ],
+)
+def test_quantities_are_parsed_with_their_units(text, value, unit):
+    (quantity,) = [q for q in find_quantities(text, dimension=None) if q.unit is not None]
+    assert quantity.value == pytest.approx(value)
+    assert quantity.unit.name == unit
+
+
+def test_a_model_size_is_not_a_byte_count():
+    quantities = find_quantities("Llama 3.1 8B needs 16 GB", dimension="bytes")
+    assert [(q.value, q.unit.name if q.unit else None) for q in quantities] == [
+        (3.1, None), (8e9, None), (16, "GB"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "128 KiB",
+        "131072 bytes",
+        "131,072 B",
+        "0.125 MiB",
+        "about 128 KiB per token",
+        "2 x 32 x 8 x 128 x 2 bytes = 131,072 bytes = 128 KiB",
+        "1.31e5 bytes",
+    ],
+)
+def test_numeric_answers_in_any_byte_unit(bank, answer):
+    result = grade(question=bank.question("kv-bytes-per-token"), answer=answer)
+    assert result.criterion("value").met, answer
+
+
+def test_gb_written_for_gib_is_accepted_with_a_note(bank):
+    result = grade(question=bank.question("kv-bytes-per-token"), answer="128 KB")
+    value = result.criterion("value")
+    assert value.met
+    assert "1 GiB is 1.074 GB" in value.feedback
+
+
+def test_numeric_feedback_shows_the_worked_solution_and_traps(bank):
+    question = bank.question("kv-bytes-per-token")
+    result = grade(question=question, answer="512 KiB")
+    value = result.criterion("value")
+    assert not value.met
+    assert "Worked solution" in value.feedback and question.numeric.solution in value.feedback
+    assert flagged(result) == {"used-query-heads"}
+
+
+def test_numeric_time_answers_convert_units(bank):
+    question = bank.question("prefill-time-estimate")
+    for answer in ("130 ms", "0.13 s", "about 0.129 seconds", "~125ms"):
+        assert grade(question=question, answer=answer).criterion("value").met, answer
+    assert not grade(question=question, answer="65 ms").criterion("value").met
+    assert "used-full-peak" in flagged(grade(question=question, answer="65 ms"))
+
+
+def test_numeric_answer_without_a_number_says_so(bank):
+    result = grade(question=bank.question("kv-bytes-per-token"), answer="quite a lot")
+    assert result.score == 0
+    assert result.criterion("value").feedback.startswith("No number with a unit found")
+
+
+# --- Multiple choice -----------------------------------------------------------------------
+
+
+def test_multiple_choice_accepts_indexes_and_letters(bank):
+    question = bank.question("decode-limit-quick-check")
+    correct = next(i for i, c in enumerate(question.choices) if c.correct)
+    assert grade(question=question, answer=str(correct)).score == 1
+    assert grade(question=question, answer=chr(ord("A") + correct)).score == 1
+    wrong = grade(question=question, answer=str((correct + 1) % len(question.choices)))
+    assert wrong.score == 0
+    assert "Correct: HBM memory bandwidth" in wrong.criteria[0].feedback
+
+
+def test_choice_parsing():
+    assert parse_choices("0, 2", count=4) == {0, 2}
+    assert parse_choices("[1]", count=4) == {1}
+    assert parse_choices("b d", count=4) == {1, 3}
+    with pytest.raises(ChoiceError):
+        parse_choices("7", count=4)
+    with pytest.raises(ChoiceError):
+        parse_choices("maybe", count=4)
+
+
+def test_unreadable_choice_scores_zero_with_a_reason(bank):
+    result = grade(question=bank.question("decode-limit-quick-check"), answer="the first one")
+    assert result.score == 0
+    assert result.criteria[0].feedback.startswith("Could not read the choice")
+
+
+# --- Follow-ups ----------------------------------------------------------------------------
+
+
+def test_follow_ups_are_graded_against_their_own_rubric(bank):
+    follow_up = bank.question("prefill-decode-ttft").follow_up("cut-ttft")
+    result = grade(
+        question=follow_up,
+        answer="Trim the system prompt, cache the shared prefix, and stream the tokens.",
+    )
+    assert met(result) == {"fewer-prompt-tokens", "prefix-cache", "stream"}
+    assert result.rubric_version == follow_up.rubric_version

@@ -1,0 +1,137 @@
+"""`manage.py grade` and `manage.py grading_report`: no database, files only."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+ROOT = Path(__file__).resolve().parents[2]
+STRONG = (
+    "Prefill processes the whole prompt in parallel, so it is compute-bound and its time grows "
+    "with prompt length; TTFT is mostly prefill. Decode reads all the weights for every token, "
+    "so it is memory-bandwidth-bound, and a longer prompt only adds a bit of KV cache to read."
+)
+
+
+def run(*args: str, stdin: str | None = None) -> str:
+    out = io.StringIO()
+    if stdin is not None:
+        original = sys.stdin
+        sys.stdin = io.StringIO(stdin)
+        try:
+            call_command(*args, stdout=out)
+        finally:
+            sys.stdin = original
+    else:
+        call_command(*args, stdout=out)
+    return out.getvalue()
+
+
+def test_grade_json_has_the_documented_shape(tmp_path):
+    answer = tmp_path / "answer.txt"
+    answer.write_text(STRONG)
+    data = json.loads(run("grade", "prefill-decode-ttft", "--answer-file", str(answer), "--json"))
+    assert data["score"] == data["max_score"] == 7
+    assert [c["id"] for c in data["criteria"]] == [
+        "two-phases", "prefill-compute-bound", "ttft-is-prefill", "decode-memory-bound",
+        "kv-small-effect",
+    ]
+    for criterion in data["criteria"]:
+        assert {"id", "met", "points", "feedback", "evidence"} <= set(criterion)
+        assert criterion["evidence"] in STRONG
+    assert data["misconceptions"] == []
+
+
+def test_grade_reads_stdin_and_reports_misconceptions():
+    data = json.loads(
+        run(
+            "grade", "prefill-decode-ttft", "--answer-file", "-", "--json",
+            stdin="Prefill is memory-bound and decode is compute-bound.",
+        ),
+    )
+    assert [m["id"] for m in data["misconceptions"]] == ["swapped-bounds"]
+    assert data["misconceptions"][0]["correction"].startswith("It is the other way round")
+
+
+def test_grade_follow_up_and_mark_sheet():
+    text = run(
+        "grade", "prefill-decode-ttft", "--follow-up", "cut-ttft", "--answer-file", "-",
+        stdin="Cache the shared prefix and stream the output.",
+    )
+    assert text.startswith("prefill-decode-ttft / cut-ttft")
+    assert "Score: 2 / 4 (50%)" in text
+    assert "[x] prefix-cache (1/1)" in text
+    assert "[ ] fewer-prompt-tokens (0/1)" in text
+
+
+def test_grade_numeric_question_shows_the_worked_solution():
+    text = run("grade", "kv-bytes-per-token", "--answer-file", "-", stdin="512 KiB")
+    assert "[ ] value (0/3)" in text
+    assert "Worked solution" in text
+    assert "! used-query-heads" in text
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["grade", "no-such-question", "--answer-file", "-"], "unknown question 'no-such-question'"),
+        (["grade", "prefill-decode-ttft", "--follow-up", "nope", "--answer-file", "-"], "no follow-up"),
+        (["grade", "prefill-decode-ttft", "--answer-file", "/nonexistent/answer.txt"], "cannot read"),
+    ],
+)
+def test_grade_usage_errors_exit_2(args, message):
+    with pytest.raises(CommandError) as caught:
+        run(*args, stdin="Decode is memory-bound.")
+    assert caught.value.returncode == 2
+    assert message in str(caught.value)
+
+
+def test_grade_unknown_slug_from_the_shell_is_one_line_and_exit_2():
+    completed = subprocess.run(
+        [sys.executable, "manage.py", "grade", "no-such-question", "--answer-file", "-"],
+        cwd=ROOT, input="Decode is memory-bound.", capture_output=True, text=True, timeout=60,
+        check=False,
+    )
+    assert completed.returncode == 2
+    assert completed.stdout == ""
+    assert completed.stderr.strip().splitlines() == [
+        "CommandError: unknown question 'no-such-question'",
+    ]
+
+
+def test_grade_refuses_an_empty_answer():
+    with pytest.raises(CommandError) as caught:
+        run("grade", "prefill-decode-ttft", "--answer-file", "-", stdin="   \n")
+    assert caught.value.returncode == 2
+
+
+def test_grading_report_text_and_json():
+    text = run("grading_report")
+    assert text.startswith("Grading agreement over ")
+    assert "By criterion (agreed/labelled):" in text
+    assert "prefill-decode-ttft:decode-memory-bound" in text
+    assert "All thresholds hold." in text
+
+    data = json.loads(run("grading_report", "--json", "--split", "heldout"))
+    assert set(data["agreement_by_split"]) == {"heldout"}
+    assert data["problems"] == []
+    assert 0.9 <= data["overall_agreement"] <= 1.0
+
+
+def test_grading_report_fails_on_problems_when_asked(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        'question = "inference-bottleneck"\n\n[[answers]]\nid = "not-strong"\n'
+        'category = "strong"\ntext = "The tokenizer is slow."\n'
+        "expected = { decode-bandwidth = true, prefill-compute = true, kv-capacity = true, "
+        "batch-shifts-it = true }\n",
+    )
+    assert "strong scored 0%" in run("grading_report", "--dir", str(tmp_path))
+    with pytest.raises(CommandError):
+        run("grading_report", "--dir", str(tmp_path), "--fail-on-problems")
