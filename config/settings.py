@@ -167,6 +167,11 @@ CONTENT_DIRS = {
 }
 
 GRADING_RATE_LIMIT_PER_MINUTE = env_int("GRADING_RATE_LIMIT_PER_MINUTE", default=20, minimum=1)
+# Optional LLM judge: any OpenAI-compatible endpoint. Unset = deterministic rubric grading only.
+GRADING_JUDGE_BASE_URL = env_str("GRADING_JUDGE_BASE_URL", default="")
+GRADING_JUDGE_MODEL = env_str("GRADING_JUDGE_MODEL", default="")
+GRADING_JUDGE_API_KEY = env_str("GRADING_JUDGE_API_KEY", default="")
+GRADING_JUDGE_TIMEOUT_S = env_int("GRADING_JUDGE_TIMEOUT_S", default=20, minimum=1)
 
 # Lab runs: a running run whose heartbeat is older than this is presumed to have lost its worker;
 # a queued run dispatched longer ago than LAB_REDISPATCH_AFTER_S onto an empty queue is re-sent.

@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from questions.grading import grade
+from questions.grading.judge import combine, judge
 from questions.models import Attempt, ModelAnswerReveal, Question
 from questions.review import schedule_review
 from questions.selectors import bank_question
@@ -78,6 +79,62 @@ def submit_answer(*, user: AbstractBaseUser, question: Question, answer: str, fo
         if not follow_up:
             percent = 100 * data["score"] / data["max_score"] if data["max_score"] else 0
             schedule_review(user=user, question=question, percent=percent)
+        if judge_configured() and question.kind == Question.Kind.FREE_TEXT:
+            attempt.judge_status = Attempt.JudgeStatus.PENDING
+            attempt.save(update_fields=["judge_status"])
+            transaction.on_commit(lambda: _enqueue_judge(attempt_id=attempt.pk))
+    return attempt
+
+
+def judge_configured() -> bool:
+    return bool(settings.GRADING_JUDGE_BASE_URL and settings.GRADING_JUDGE_MODEL)
+
+
+def _enqueue_judge(*, attempt_id: int) -> None:
+    from workers.tasks import judge_attempt
+
+    try:
+        judge_attempt.delay(attempt_id=attempt_id)
+    except Exception:  # noqa: BLE001 - broker down: the rubric result stands and says so
+        Attempt.objects.filter(pk=attempt_id).update(judge_status=Attempt.JudgeStatus.FAILED)
+
+
+def apply_judge(*, attempt_id: int) -> Attempt:
+    """Second opinion from the LLM judge; disagreements flag the attempt for staff review.
+
+    The learner's answer goes to the model strictly as data (see questions.grading.judge); a
+    timeout or a malformed reply leaves the deterministic result in place.
+    """
+    attempt = Attempt.objects.select_related("question").get(pk=attempt_id)
+    if attempt.judge_status != Attempt.JudgeStatus.PENDING:
+        return attempt
+    gradable = _gradable(question=attempt.question, follow_up=attempt.follow_up)
+    verdict = judge(
+        question=gradable,
+        answer=attempt.answer,
+        base_url=settings.GRADING_JUDGE_BASE_URL,
+        model=settings.GRADING_JUDGE_MODEL,
+        api_key=settings.GRADING_JUDGE_API_KEY or None,
+        timeout_s=settings.GRADING_JUDGE_TIMEOUT_S,
+    )
+    fields = {"judge_result": verdict.to_dict()}
+    if not verdict.ok:
+        fields["judge_status"] = Attempt.JudgeStatus.FAILED
+    else:
+        combined, disagreements = combine(
+            rubric_result=grade(question=gradable, answer=attempt.answer), judge_result=verdict
+        )
+        data = combined.to_dict()
+        data["disagreements"] = disagreements
+        fields.update(
+            judge_status=Attempt.JudgeStatus.DONE,
+            result=data,
+            score=data["score"],
+            max_score=data["max_score"],
+            flagged_for_review=bool(disagreements),
+        )
+    Attempt.objects.filter(pk=attempt.pk).update(**fields)
+    attempt.refresh_from_db()
     return attempt
 
 

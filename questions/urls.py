@@ -12,4 +12,5 @@ urlpatterns = [
     path("q/<slug:question_slug>/", views.question_detail, name="question"),
     path("q/<slug:question_slug>/reveal/", views.reveal, name="reveal"),
     path("attempts/<int:attempt_id>/", views.attempt_detail, name="attempt"),
+    path("attempts/<int:attempt_id>/feedback/", views.attempt_feedback, name="attempt-feedback"),
 ]

@@ -140,19 +140,32 @@ def reveal(request: HttpRequest, question_slug: str) -> HttpResponse:
     return redirect(f"{question.get_absolute_url()}#model-answer")
 
 
+def _attempt_rows(attempt: Attempt) -> list[dict]:
+    question = attempt.question
+    rubric = question.spec.get("rubric", [])
+    if attempt.follow_up:
+        rubric = (selectors.follow_up_spec(question=question, follow_up=attempt.follow_up) or {}).get("rubric", [])
+    return _criteria_rows(rubric=rubric, result=attempt.result)
+
+
+@login_required
+@require_GET
+def attempt_feedback(request: HttpRequest, attempt_id: int) -> HttpResponse:
+    """The mark sheet alone, polled while the LLM judge's second opinion is pending."""
+    attempt = get_object_or_404(Attempt.objects.select_related("question"), pk=attempt_id, user=request.user)
+    return render(request, "questions/_feedback.html", {"attempt": attempt, "rows": _attempt_rows(attempt)})
+
+
 @login_required
 @require_GET
 def attempt_detail(request: HttpRequest, attempt_id: int) -> HttpResponse:
     # Filtering by user turns someone else's attempt id into a plain 404.
     attempt = get_object_or_404(Attempt.objects.select_related("question"), pk=attempt_id, user=request.user)
     question = attempt.question
-    rubric = question.spec.get("rubric", [])
-    if attempt.follow_up:
-        rubric = (selectors.follow_up_spec(question=question, follow_up=attempt.follow_up) or {}).get("rubric", [])
     context = {
         "attempt": attempt,
         "question": question,
-        "rows": _criteria_rows(rubric=rubric, result=attempt.result),
+        "rows": _attempt_rows(attempt),
         "follow_up_spec": selectors.follow_up_spec(question=question, follow_up=attempt.follow_up)
         if attempt.follow_up
         else None,

@@ -40,3 +40,10 @@ def probe_target(*, target_id: int) -> None:
     from labs.targets import probe_and_record
 
     probe_and_record(target_id=target_id)
+
+
+@shared_task(name="workers.tasks.judge_attempt", acks_late=True, ignore_result=True)
+def judge_attempt(*, attempt_id: int) -> None:
+    from questions.services import apply_judge
+
+    apply_judge(attempt_id=attempt_id)
