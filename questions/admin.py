@@ -18,11 +18,32 @@ class QuestionAdmin(FileSourcedAdmin):
 
 @admin.register(Attempt)
 class AttemptAdmin(admin.ModelAdmin):
-    list_display = ("question", "follow_up", "user", "score", "max_score", "judge_status", "flagged_for_review", "created_at")
+    list_display = (
+        "question",
+        "follow_up",
+        "user",
+        "score",
+        "max_score",
+        "judge_status",
+        "flagged_for_review",
+        "created_at",
+    )
     list_filter = ("flagged_for_review", "judge_status", "question__question_set")
     list_select_related = ("question", "user")
     search_fields = ("user__username", "question__slug")
-    readonly_fields = ("user", "question", "follow_up", "answer", "score", "max_score", "result", "rubric_version", "judge_status", "judge_result", "created_at")
+    readonly_fields = (
+        "user",
+        "question",
+        "follow_up",
+        "answer",
+        "score",
+        "max_score",
+        "result",
+        "rubric_version",
+        "judge_status",
+        "judge_result",
+        "created_at",
+    )
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False
