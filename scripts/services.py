@@ -117,6 +117,35 @@ def worker_commands(*, python: str) -> list[tuple[str, list[str]]]:
     return commands
 
 
+def _wait_for_engines(engine: Child, *, env: dict[str, str], timeout_s: float = 1800.0) -> None:
+    """Wait until both local llama.cpp targets answer /health (the first start builds
+    llama-server, several minutes on 2 cores)."""
+    urls = [
+        env.get("LOCAL_ENGINE_URL", "http://127.0.0.1:8011"),
+        env.get("LOCAL_ENGINE_BATCHED_URL", "http://127.0.0.1:8012"),
+    ]
+    print("Starting the local llama.cpp engines (the first run builds llama-server)…", flush=True)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if engine.process.poll() is not None:
+            raise SystemExit(f"the local engine exited with code {engine.process.returncode}; see the lines above")
+        if all(_http_ok(f"{url.rstrip('/')}/health") for url in urls):
+            return
+        time.sleep(1.0)
+    raise SystemExit(f"the local engines did not answer within {timeout_s:.0f} s")
+
+
+def _http_ok(url: str) -> bool:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - a local URL we built
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
 def stop_all(children: list[Child], *, grace_s: float = 10.0) -> None:
     for child in reversed(children):
         if child.process.poll() is None:
@@ -148,7 +177,10 @@ def run(*, host: str, port: int, with_web: bool, with_workers: bool, with_engine
         if redis_child:
             children.append(redis_child)
         if with_engine:
-            children.append(_spawn("engine", [python, "-m", "engines.local", "serve", "--register"], env))
+            engine = _spawn("engine", [python, "-m", "engines.local", "serve"], env)
+            children.append(engine)
+            _wait_for_engines(engine, env=env)
+            subprocess.run([python, "manage.py", "register_local_targets"], cwd=ROOT, env=env, check=True)
         if with_workers:
             for name, argv in worker_commands(python=python):
                 children.append(_spawn(name, argv, env))

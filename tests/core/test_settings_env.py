@@ -11,7 +11,8 @@ from tests.conftest import ROOT
 
 
 def run_manage(*args: str, **env: str) -> subprocess.CompletedProcess:
-    full_env = {k: v for k, v in os.environ.items() if k not in {"DJANGO_SETTINGS_MODULE"}}
+    # The browser tests set DJANGO_ALLOW_ASYNC_UNSAFE in this process; a deployment never has it.
+    full_env = {k: v for k, v in os.environ.items() if k not in {"DJANGO_SETTINGS_MODULE", "DJANGO_ALLOW_ASYNC_UNSAFE"}}
     full_env.update(env)
     return subprocess.run(
         [sys.executable, "manage.py", *args], cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=120

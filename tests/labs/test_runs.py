@@ -61,7 +61,8 @@ def test_a_run_measures_each_step_and_stores_every_request(scripted_engine, cele
         assert summary["ttft_s"]["p50"] == pytest.approx(0.040, abs=0.015)
         assert summary["tpot_s"]["p50"] == pytest.approx(0.005, abs=0.002)
     assert steps["max_tokens=32"]["output_tokens"]["p50"] == 32
-    assert steps["max_tokens=32"]["e2e_s"]["p50"] > 2.5 * steps["max_tokens=8"]["e2e_s"]["p50"]
+    # 40 ms + 31 gaps of 5 ms against 40 ms + 7 gaps: about 2.6x by construction.
+    assert steps["max_tokens=32"]["e2e_s"]["p50"] > 2.0 * steps["max_tokens=8"]["e2e_s"]["p50"]
     assert run.progress["done"] == 6
     assert run.result_meta["schema_version"] >= 1
     assert "base_url" not in json.dumps(run.result_meta)

@@ -1,0 +1,160 @@
+"""The local CPU engine end to end: build (or reuse) llama-server, serve a generated model.
+
+Needs the binary: the first run builds it (5-6 minutes on 2 cores), later runs reuse the cache
+and take seconds. A machine without cmake or a compiler fails here, loudly, by design: the
+labs cannot run without this engine.
+"""
+
+import statistics
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from engines.check import (
+    concurrent_streams,
+    free_url,
+    prompt_tokens,
+    shared_prefix,
+    stream_completion,
+)
+from engines.llamacpp.build import BuildError, ensure_llama_server
+from engines.llamacpp.models import DEFAULT_MODEL, ensure_models
+from engines.local import model_states, start_local_engines
+
+pytestmark = pytest.mark.slow
+
+OTHER_MODEL = "prefill-60m-q4_0"
+# Timing claims get this many tries: the CPU may be shared with other work.
+ATTEMPTS = 3
+
+
+@pytest.fixture(scope="module")
+def engines(tmp_path_factory):
+    try:
+        ensure_llama_server()
+    except BuildError as error:
+        pytest.fail(f"llama-server is needed for the local labs and could not be built: {error}")
+    ensure_models(sizes=("60m",), precisions=("f16", "q4_0"))
+    local = start_local_engines(
+        serial_url=free_url(), batched_url=free_url(), sizes=("60m",),
+        precisions=("f16", "q4_0"), log_dir=tmp_path_factory.mktemp("engine-logs"),
+    )
+    yield local
+    local.stop()
+
+
+def test_both_targets_are_healthy_with_the_default_model_loaded(engines):
+    for handle in engines.handles:
+        assert httpx.get(f"{handle.url}/health", timeout=5).status_code == 200
+        assert model_states(url=handle.url)[DEFAULT_MODEL] == "loaded"
+
+
+def test_ignore_eos_streams_exactly_the_tokens_asked_with_usage_in_the_last_chunk(engines):
+    for handle in engines.handles:
+        result = stream_completion(url=handle.url, max_tokens=40,
+                                   prompt=prompt_tokens(length=32, seed=time.time_ns()))
+        assert result.output_tokens == 40
+        assert result.usage["prompt_tokens"] == 32
+        assert "usage" in result.final_chunk
+        assert "timings" in result.final_chunk
+        assert result.timings["predicted_n"] == 40
+
+
+def test_no_held_back_tokens_and_regular_gaps(engines):
+    """Every token arrives as its own chunk (no byte tokens) and no gap is a stall.
+
+    A stall caused by the model (held-back bytes) recurs on every stream; one caused by another
+    process taking the CPU does not, so timing claims get a few attempts.
+    """
+    ratios = []
+    for _ in range(ATTEMPTS):
+        result = stream_completion(url=engines.serial.url, max_tokens=120,
+                                   prompt=prompt_tokens(length=16, seed=time.time_ns()))
+        assert len(result.chunk_times) == result.output_tokens == 120
+        assert "\ufffd" not in result.text
+        ratios.append(max(result.gaps_s) / statistics.median(result.gaps_s))
+        if ratios[-1] < 10:
+            break
+    assert min(ratios) < 10, f"max gap / median gap in every attempt: {ratios}"
+
+
+def test_batched_target_beats_serial_on_four_concurrent_streams(engines):
+    attempts = []
+    for _ in range(ATTEMPTS):
+        seed = time.time_ns() % 2**32
+        serial = concurrent_streams(url=engines.serial.url, model=DEFAULT_MODEL, streams=4,
+                                    prompt_length=32, max_tokens=48, seed=seed)
+        batched = concurrent_streams(url=engines.batched.url, model=DEFAULT_MODEL, streams=4,
+                                     prompt_length=32, max_tokens=48, seed=seed + 100)
+        assert serial["output_tokens"] == batched["output_tokens"] == 4 * 48
+        attempts.append((serial, batched))
+        # One at a time, the last of four waits for the other three to finish; batched, all
+        # four start together.
+        if (batched["tokens_per_s"] > 1.3 * serial["tokens_per_s"]
+                and serial["ttft_ms"][-1] > 2 * batched["ttft_ms"][-1]):
+            return
+    pytest.fail(f"batched never beat serial clearly: {attempts}")
+
+
+@pytest.mark.parametrize("target", ["serial", "batched"])
+def test_shared_prefix_cuts_ttft(engines, target):
+    url = getattr(engines, target).url
+    attempts = []
+    for _ in range(ATTEMPTS):
+        result = shared_prefix(url=url, model=DEFAULT_MODEL, prefix_length=768, suffix_length=8,
+                               max_tokens=4, seed=time.time_ns() % 2**32)
+        # The server itself says the prefix came from the cache: only the suffix was computed.
+        assert result["warm_server_prompt_tokens"] <= 16
+        attempts.append(result)
+        if result["warm_ttft_ms"] < 0.4 * result["cold_ttft_ms"]:
+            return
+    pytest.fail(f"a cached prefix did not cut TTFT: {attempts}")
+
+
+def test_other_precisions_are_reached_by_model_name(engines):
+    result = stream_completion(url=engines.batched.url, model=OTHER_MODEL, max_tokens=8,
+                               prompt=prompt_tokens(length=8, seed=time.time_ns()))
+    assert result.output_tokens == 8
+    assert model_states(url=engines.batched.url)[OTHER_MODEL] == "loaded"
+
+
+def descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_stop_leaves_nothing_running(tmp_path):
+    serial_url, batched_url = free_url(), free_url()
+    local = start_local_engines(serial_url=serial_url, batched_url=batched_url,
+                                sizes=("60m",), precisions=("f16",), log_dir=tmp_path)
+    started = {handle.pid for handle in local.handles}
+    for handle in local.handles:
+        started |= descendants(handle.pid)
+    # Each router runs at least one model server of its own.
+    assert len(started) >= 4
+    local.stop()
+    assert not [pid for pid in started if alive(pid)]
+    for url in (serial_url, batched_url):
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"{url}/health", timeout=2)
