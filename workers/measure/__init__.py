@@ -12,7 +12,7 @@ A library with no Django imports, used by the Celery tasks, ``manage.py measure`
 
 from workers.measure.errors import MeasureError
 from workers.measure.metrics import SLO, RequestRecord
-from workers.measure.probe import ProbeResult, probe
+from workers.measure.probe import ProbeResult, probe, probe_sync
 from workers.measure.protocols import Api
 from workers.measure.result import SCHEMA_VERSION, RunResult
 from workers.measure.runner import Progress, measure, run_measurement
@@ -33,5 +33,6 @@ __all__ = [
     "TargetSpec",
     "measure",
     "probe",
+    "probe_sync",
     "run_measurement",
 ]

@@ -1,0 +1,278 @@
+"""Build llama.cpp's ``llama-server`` from the sources vendored in the llama-cpp-python sdist.
+
+``python -m engines.llamacpp.build`` prints the path of a ready binary, building it first when
+the cache has none. The cache lives outside the repository (``~/.cache/prefill/llama.cpp`` or
+``PREFILL_ENGINE_CACHE``) so a fresh clone on the same machine reuses the five-minute build.
+
+Layout of one cache entry, ``<cache>/<version>/``::
+
+    llama.cpp/        the vendored sources (models/ holds the vocab-only GGUF files)
+    build/            cmake build tree, kept so a rebuild only recompiles what changed
+    bin/llama-server  the self-contained binary
+    build.json        how the binary was built (flags, CPU it was tuned for, seconds)
+    build.log         compiler output of the last build
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from engines.llamacpp import LLAMA_CPP_PYTHON_VERSION
+
+INSTALL_HINT = (
+    "building llama-server needs cmake and a C/C++ compiler: "
+    "apt-get install cmake g++ (macOS: xcode-select --install && brew install cmake)"
+)
+
+# Offline-safe, single static binary: no shared libs to find at run time, no UI download,
+# no HTTPS client (the server only ever reads local model files here).
+BASE_CMAKE_FLAGS = (
+    "-DCMAKE_BUILD_TYPE=Release",
+    "-DBUILD_SHARED_LIBS=OFF",
+    "-DLLAMA_USE_PREBUILT_UI=OFF",
+    "-DLLAMA_BUILD_UI=OFF",
+    "-DLLAMA_BUILD_SERVER=ON",
+    "-DLLAMA_BUILD_TESTS=OFF",
+    "-DLLAMA_BUILD_EXAMPLES=OFF",
+    "-DLLAMA_OPENSSL=OFF",
+)
+
+
+class BuildError(RuntimeError):
+    """The binary could not be produced; the message is meant for a human, one line."""
+
+
+@dataclass(frozen=True)
+class EngineBuild:
+    version: str
+    root: Path
+    binary: Path
+    sources: Path
+    built_now: bool
+
+
+def cache_root() -> Path:
+    override = os.environ.get("PREFILL_ENGINE_CACHE")
+    if override:
+        return Path(override).expanduser()
+    return Path.home() / ".cache" / "prefill" / "llama.cpp"
+
+
+def version_root(*, version: str = LLAMA_CPP_PYTHON_VERSION) -> Path:
+    return cache_root() / version
+
+
+def binary_path(*, version: str = LLAMA_CPP_PYTHON_VERSION) -> Path:
+    return version_root(version=version) / "bin" / "llama-server"
+
+
+def sources_path(*, version: str = LLAMA_CPP_PYTHON_VERSION) -> Path:
+    return version_root(version=version) / "llama.cpp"
+
+
+def cpu_signature() -> str:
+    """Identify the instruction set a native build was tuned for.
+
+    A ``-march=native`` binary copied to an older CPU dies with SIGILL, so a cache moved to
+    another machine must be rebuilt rather than trusted.
+    """
+    flags = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                flags = " ".join(sorted(line.split(":", 1)[1].split()))
+                break
+    raw = f"{platform.machine()}|{flags}"
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+def cmake_flags(*, native: bool) -> list[str]:
+    # GGML_NATIVE=ON compiles for this CPU's full instruction set (AVX2/AVX-512 ...), which is
+    # what a learner's numbers should reflect; OFF gives a binary that runs on any x86-64 of
+    # the same generation of OS, at a decode-speed cost that can reach 2x.
+    return [*BASE_CMAKE_FLAGS, f"-DGGML_NATIVE={'ON' if native else 'OFF'}"]
+
+
+def missing_tools() -> list[str]:
+    missing = []
+    if shutil.which("cmake") is None:
+        missing.append("cmake")
+    if not any(shutil.which(name) for name in ("c++", "g++", "clang++")):
+        missing.append("C++ compiler")
+    if not any(shutil.which(name) for name in ("cc", "gcc", "clang")):
+        missing.append("C compiler")
+    return missing
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    # Two callers (make run and a test, say) must not build into the same tree at once;
+    # the second waits and then finds the binary ready.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def ensure_sources(*, version: str = LLAMA_CPP_PYTHON_VERSION) -> Path:
+    """Return the vendored llama.cpp tree, downloading and unpacking the sdist once."""
+    target = sources_path(version=version)
+    if (target / "CMakeLists.txt").is_file():
+        return target
+    with _locked(version_root(version=version) / ".sources.lock"):
+        if (target / "CMakeLists.txt").is_file():
+            return target
+        _download_and_unpack(version=version, target=target)
+    return target
+
+
+def _download_and_unpack(*, version: str, target: Path) -> None:
+    _log(f"downloading llama-cpp-python=={version} sdist (about 75 MB) ...")
+    with tempfile.TemporaryDirectory(dir=target.parent) as scratch_dir:
+        scratch = Path(scratch_dir)
+        command = [
+            sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+            "--quiet", "--dest", str(scratch), f"llama-cpp-python=={version}",
+        ]
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        archives = sorted(scratch.glob("llama_cpp_python-*.tar.gz"))
+        if result.returncode != 0 or not archives:
+            detail = (result.stderr or result.stdout).strip().splitlines()
+            last = detail[-1] if detail else "no archive downloaded"
+            raise BuildError(f"pip could not download llama-cpp-python=={version}: {last}")
+        prefix = f"{archives[0].name.removesuffix('.tar.gz')}/vendor/llama.cpp/"
+        unpacked = scratch / "llama.cpp"
+        with tarfile.open(archives[0]) as archive:
+            members = []
+            for member in archive.getmembers():
+                if not member.name.startswith(prefix):
+                    continue
+                member.name = member.name.removeprefix(prefix)
+                if member.name:
+                    members.append(member)
+            if not members:
+                raise BuildError(f"{archives[0].name} has no vendor/llama.cpp directory")
+            archive.extractall(unpacked, members=members, filter="data")
+        if target.exists():
+            shutil.rmtree(target)
+        unpacked.rename(target)
+
+
+def _read_stamp(root: Path) -> dict[str, object]:
+    try:
+        return json.loads((root / "build.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _stamp_matches(*, root: Path, flags: list[str]) -> bool:
+    stamp = _read_stamp(root)
+    return stamp.get("cmake_flags") == flags and stamp.get("cpu") == cpu_signature()
+
+
+def ensure_llama_server(
+    *, version: str = LLAMA_CPP_PYTHON_VERSION, native: bool = True, jobs: int | None = None
+) -> EngineBuild:
+    """Return a built llama-server for this version, building it only when needed.
+
+    The fast path (binary present, built with the same flags for this CPU) touches no lock
+    and starts no process, so calling this before every server start costs microseconds.
+    """
+    root = version_root(version=version)
+    binary = binary_path(version=version)
+    flags = cmake_flags(native=native)
+    if binary.is_file() and _stamp_matches(root=root, flags=flags):
+        return EngineBuild(version, root, binary, sources_path(version=version), built_now=False)
+    missing = missing_tools()
+    if missing:
+        raise BuildError(f"{', '.join(missing)} not found; {INSTALL_HINT}")
+    sources = ensure_sources(version=version)
+    with _locked(root / ".build.lock"):
+        if binary.is_file() and _stamp_matches(root=root, flags=flags):
+            return EngineBuild(version, root, binary, sources, built_now=False)
+        _build(root=root, sources=sources, flags=flags, jobs=jobs or os.cpu_count() or 1)
+    return EngineBuild(version, root, binary, sources, built_now=True)
+
+
+def _build(*, root: Path, sources: Path, flags: list[str], jobs: int) -> None:
+    build_dir = root / "build"
+    log_path = root / "build.log"
+    generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+    # A build tree configured with other flags or another generator refuses to reconfigure.
+    if _read_stamp(root).get("cmake_flags") not in (None, flags) and build_dir.exists():
+        shutil.rmtree(build_dir)
+    configure = ["cmake", "-S", str(sources), "-B", str(build_dir), *generator, *flags]
+    compile_ = ["cmake", "--build", str(build_dir), "--config", "Release",
+                "--target", "llama-server", "-j", str(jobs)]
+    _log(f"building llama-server with {jobs} jobs (about 5-6 minutes on 2 cores); log: {log_path}")
+    started = time.monotonic()
+    with log_path.open("w") as log:
+        for command in (configure, compile_):
+            log.write(f"$ {' '.join(command)}\n")
+            log.flush()
+            result = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=False)
+            if result.returncode != 0:
+                raise BuildError(
+                    f"'{' '.join(command[:2])}' failed (exit {result.returncode}); "
+                    f"see the end of {log_path}"
+                )
+    produced = build_dir / "bin" / "llama-server"
+    if not produced.is_file():
+        raise BuildError(f"cmake finished but {produced} is missing; see {log_path}")
+    binary = root / "bin" / "llama-server"
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    # Copy then rename, so a server started mid-build never executes a half-written file.
+    partial = binary.with_name(".llama-server.partial")
+    shutil.copy2(produced, partial)
+    partial.replace(binary)
+    seconds = round(time.monotonic() - started, 1)
+    stamp = {"cmake_flags": flags, "cpu": cpu_signature(), "seconds": seconds, "jobs": jobs}
+    (root / "build.json").write_text(json.dumps(stamp, indent=2) + "\n")
+    _log(f"built llama-server in {seconds} s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m engines.llamacpp.build",
+        description="Build (once) and print the path of llama.cpp's llama-server.",
+    )
+    parser.add_argument("--version", default=LLAMA_CPP_PYTHON_VERSION,
+                        help="llama-cpp-python sdist version to build from")
+    parser.add_argument("--portable", action="store_true",
+                        help="GGML_NATIVE=OFF: runs on other CPUs, decodes slower")
+    parser.add_argument("--jobs", type=int, default=None, help="parallel compile jobs")
+    args = parser.parse_args(argv)
+    try:
+        build = ensure_llama_server(version=args.version, native=not args.portable,
+                                    jobs=args.jobs)
+    except BuildError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(build.binary)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

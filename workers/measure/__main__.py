@@ -1,0 +1,5 @@
+import sys
+
+from workers.measure.cli import main
+
+sys.exit(main())
