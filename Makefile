@@ -61,6 +61,7 @@ bench: venv
 	@echo "  $(PY) bench/lesson_page.py"
 	@echo "  $(PY) bench/grading_speed.py"
 	@echo "  $(PY) bench/harness_fidelity.py"
+	@echo "  $(PY) bench/lab_runs.py"
 
 clean:
 	rm -rf $(VENV) var/staticfiles .pytest_cache .ruff_cache

@@ -34,7 +34,9 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=20, help="passes over the set (warm)")
     parser.add_argument("--content-dir", type=Path, default=ROOT / "questions" / "content")
     parser.add_argument(
-        "--eval-dir", type=Path, default=ROOT / "tests" / "questions" / "evaluation_set",
+        "--eval-dir",
+        type=Path,
+        default=ROOT / "tests" / "questions" / "evaluation_set",
     )
     args = parser.parse_args()
 

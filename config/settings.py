@@ -86,7 +86,6 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
-    DATABASES["default"]["CONN_MAX_AGE"] = 0
 
 REDIS_URL = env_url("REDIS_URL", default="redis://127.0.0.1:6379/0", schemes=("redis", "rediss"))
 

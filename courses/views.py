@@ -1,3 +1,5 @@
+import time
+
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -19,8 +21,27 @@ def course_detail(request: HttpRequest, course_slug: str) -> HttpResponse:
     return redirect("courses:index")
 
 
+# An anonymous visitor's lesson page is the same for everyone (no form posts, no CSRF token, no
+# progress), so each process keeps it for a few seconds: no query and no template per request.
+# Content only changes through sync_content, which therefore shows within the TTL.
+ANONYMOUS_PAGE_TTL_S = 10.0
+_anonymous_pages: dict[str, tuple[float, bytes]] = {}
+
+
 @require_GET
 def lesson_detail(request: HttpRequest, lesson_slug: str) -> HttpResponse:
+    cacheable = not request.user.is_authenticated and not request.htmx and "messages" not in request.COOKIES
+    if cacheable:
+        hit = _anonymous_pages.get(lesson_slug)
+        if hit is not None and time.monotonic() - hit[0] < ANONYMOUS_PAGE_TTL_S:
+            return HttpResponse(hit[1])
+    response = _render_lesson(request, lesson_slug)
+    if cacheable and response.status_code == 200:
+        _anonymous_pages[lesson_slug] = (time.monotonic(), response.content)
+    return response
+
+
+def _render_lesson(request: HttpRequest, lesson_slug: str) -> HttpResponse:
     lesson = get_object_or_404(Lesson.objects.live().select_related("module", "module__course"), slug=lesson_slug)
     progress = None
     if request.user.is_authenticated:

@@ -80,7 +80,8 @@ def _claim(run_id: int) -> LabRun | None:
 
 
 def target_lock_name(target_id: int) -> str:
-    return f"prefill:target-lock:{target_id}"
+    # Namespaced like the cache, so two sites (or a test run) sharing one Redis never share a lock.
+    return f"{settings.CACHES['default']['KEY_PREFIX']}:target-lock:{target_id}"
 
 
 def _target_lock(target: InferenceTarget) -> redis.lock.Lock:
@@ -228,7 +229,18 @@ def _measure_steps(run: LabRun) -> str:
         _finish(run, status=LabRun.Status.FAILED, error=_first_error(run))
         return "failed"
     _finish(run, status=LabRun.Status.SUCCEEDED, error="")
+    _predraw_charts(run_id=run.pk)
     return "succeeded"
+
+
+def _predraw_charts(*, run_id: int) -> None:
+    """Draw and cache the results charts here, so the learner's first view does not wait ~1 s."""
+    from labs.selectors import charts_for
+
+    try:
+        charts_for(run=LabRun.objects.select_related("lab", "target").get(pk=run_id))
+    except Exception:
+        logger.exception("could not pre-draw the charts of run %s", run_id)
 
 
 def _store_request(*, run: LabRun, record: RequestRecord, index: int, step: Step) -> None:

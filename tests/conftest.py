@@ -103,3 +103,13 @@ def isolated_cache(settings):
     caches = copy.deepcopy(settings.CACHES)
     caches["default"]["KEY_PREFIX"] = f"{caches['default']['KEY_PREFIX']}-{uuid.uuid4().hex[:8]}"
     settings.CACHES = caches
+
+
+@pytest.fixture(autouse=True)
+def fresh_page_caches():
+    """Per-process page caches must not carry one test's database state into the next."""
+    from courses import selectors as course_selectors
+    from courses import views as course_views
+
+    course_views._anonymous_pages.clear()
+    course_selectors._LOCAL_RENDER_CACHE.clear()

@@ -75,3 +75,14 @@ def test_every_repository_lesson_renders(client, settings, capsys):
         response = client.get(lesson.get_absolute_url())
         assert response.status_code == 200, lesson.slug
         assert "<figure" in response.content.decode() or lesson.slug, lesson.slug
+
+
+def test_anonymous_lesson_pages_are_served_from_memory_without_queries(client, synced, django_assert_num_queries, user):
+    first = client.get("/learn/lessons/first-lesson/")
+    with django_assert_num_queries(0):
+        again = client.get("/learn/lessons/first-lesson/")
+    assert again.content == first.content
+    assert b"csrfmiddlewaretoken" not in again.content  # nothing per-visitor in a shared page
+    client.force_login(user)
+    personal = client.get("/learn/lessons/first-lesson/").content.decode()
+    assert "Mark as done" in personal  # logged-in learners always get their own page
