@@ -16,7 +16,10 @@ up the run: prompts, connections); a peer cannot be timed from inside, so its CP
 the kernel's accounting of its whole process tree (``wait4``) minus that of a one-round run
 at the same concurrency, which removes its start-up.
 
-    python bench/harness_fidelity.py [--clients ours,floor,guidellm] [--gaps 4,10,20]
+    python bench/harness_fidelity.py [--clients ours,floor,guidellm] [--gaps 4,10,20] [--repeat 3]
+
+``n`` is the number of requests measured over all repetitions; each statistic is the median of
+the per-repetition values.
 """
 
 from __future__ import annotations
@@ -263,11 +266,27 @@ def measure_client(client: str, url: str, concurrency: int, gap_ms: float) -> di
     }
 
 
+def _format_row(gap: float, concurrency: int, client: str, rows: list[dict[str, Any]]) -> str:
+    def mid(key: str) -> float:
+        return statistics.median(row[key] for row in rows)
+
+    n = sum(row["n"] for row in rows)
+    expected = sum(row["expected"] for row in rows)
+    wrong = sum(row["wrong_counts"] for row in rows)
+    flag = "" if n == expected and not wrong else f"  ({n}/{expected} ok, {wrong} bad counts)"
+    return (
+        f"{gap:>6g} {concurrency:>7} {client:>9} {n:>5} "
+        f"{mid('ttft_err_p50'):>10.2f} ms {mid('ttft_err_p99'):>10.2f} ms "
+        f"{mid('tpot_err'):>6.3f} ms {mid('cpu_per_1k'):>13.3f}{flag}"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", default="ours,floor,guidellm")
     parser.add_argument("--gaps", default="4,10,20")
     parser.add_argument("--levels", default="1,16,64")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per cell; medians are shown")
     parser.add_argument("--child", choices=["ours", "floor"], help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--concurrency", type=int, help=argparse.SUPPRESS)
@@ -300,23 +319,18 @@ def main() -> int:
     for gap in (float(g) for g in args.gaps.split(",")):
         with spawn(EngineConfig(ttft_ms=TTFT_MS, gap_ms=gap, role_chunk=False)) as url:
             for concurrency in levels:
-                for client in clients:
-                    try:
-                        row = measure_client(client, url, concurrency, gap)
-                    except Exception as exc:  # one failing peer must not hide the others
-                        print(f"{gap:>6g} {concurrency:>7} {client:>9}  failed: {exc}")
-                        continue
-                    flag = (
-                        ""
-                        if row["n"] == row["expected"] and not row["wrong_counts"]
-                        else (f"  ({row['n']}/{row['expected']} ok, {row['wrong_counts']} bad counts)")
-                    )
-                    print(
-                        f"{gap:>6g} {concurrency:>7} {client:>9} {row['n']:>5} "
-                        f"{row['ttft_err_p50']:>10.2f} ms {row['ttft_err_p99']:>10.2f} ms "
-                        f"{row['tpot_err']:>6.3f} ms {row['cpu_per_1k']:>13.3f}{flag}",
-                        flush=True,
-                    )
+                # Clients take turns within each repetition, so a burst of other work on the
+                # machine hits them alike; each statistic is the median over repetitions.
+                runs: dict[str, list[dict[str, Any]]] = {client: [] for client in clients}
+                for _ in range(args.repeat):
+                    for client in clients:
+                        try:
+                            runs[client].append(measure_client(client, url, concurrency, gap))
+                        except Exception as exc:  # one failing peer must not hide the others
+                            print(f"{gap:>6g} {concurrency:>7} {client:>9}  failed: {exc}")
+                for client, rows in runs.items():
+                    if rows:
+                        print(_format_row(gap, concurrency, client, rows), flush=True)
     return 0
 
 

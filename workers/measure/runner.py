@@ -192,11 +192,11 @@ async def run_measurement(
     groups: list[dict[str, Any]] = []
     factory = make_factory(http=http, target=target, seed=spec.seed)
     plans: list[RequestPlan] = []
+    # Every request's bytes are built before the clock starts.
+    payloads: dict[int, bytes] = {}
 
     async def execute(plan: RequestPlan, scheduled_ns: int | None, slot_ns: int) -> RequestRecord:
         return await client.measure(plan, payload=payloads[plan.index], scheduled_ns=scheduled_ns, slot_ns=slot_ns)
-
-    payloads: dict[int, bytes] = {}
 
     def collect_cancelled() -> None:
         while client.cancelled:
