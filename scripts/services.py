@@ -113,7 +113,7 @@ def worker_commands(*, python: str) -> list[tuple[str, list[str]]]:
         commands.append(
             (f"worker:{queue}", [*celery, "worker", "-Q", queue, "-c", "1", "-n", f"{queue}@%h", "--loglevel", "INFO"])
         )
-    commands.append(("beat", [*celery, "beat", "--loglevel", "INFO", "-s", str(VAR / "celerybeat-schedule")]))
+    commands.append(("beat", [*celery, "beat", "--loglevel", "WARNING", "-s", str(VAR / "celerybeat-schedule")]))
     return commands
 
 
@@ -171,7 +171,10 @@ def run(*, host: str, port: int, with_web: bool, with_workers: bool, with_engine
     def handle_signal(signum, frame):
         raise KeyboardInterrupt
 
+    # Installed explicitly: a process started in the background of a non-interactive shell
+    # inherits SIGINT as ignored, and Ctrl-C must stop everything wherever make was started.
     signal.signal(signal.SIGTERM, handle_signal)
+    signal.signal(signal.SIGINT, handle_signal)
     try:
         redis_child = start_redis(redis_url)
         if redis_child:

@@ -101,11 +101,54 @@ def cpu_signature() -> str:
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 
-def cmake_flags(*, native: bool) -> list[str]:
-    # GGML_NATIVE=ON compiles for this CPU's full instruction set (AVX2/AVX-512 ...), which is
-    # what a learner's numbers should reflect; OFF gives a binary that runs on any x86-64 of
-    # the same generation of OS, at a decode-speed cost that can reach 2x.
-    return [*BASE_CMAKE_FLAGS, f"-DGGML_NATIVE={'ON' if native else 'OFF'}"]
+# cpuinfo flag(s) -> ggml option, for x86 builds tuned to this CPU. AMX is left out on purpose:
+# some VMs (this project's Firecracker sandboxes among them) advertise amx_int8 but fault on the
+# first tile instruction, which killed every Q4_0/Q8_0 model at warm-up with SIGILL.
+X86_FEATURES: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("sse4_2",), "GGML_SSE42"),
+    (("avx",), "GGML_AVX"),
+    (("avx2",), "GGML_AVX2"),
+    (("fma",), "GGML_FMA"),
+    (("f16c",), "GGML_F16C"),
+    (("bmi2",), "GGML_BMI2"),
+    (("avx_vnni",), "GGML_AVX_VNNI"),
+    (("avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw"), "GGML_AVX512"),
+    (("avx512vbmi",), "GGML_AVX512_VBMI"),
+    (("avx512_vnni",), "GGML_AVX512_VNNI"),
+    (("avx512_bf16",), "GGML_AVX512_BF16"),
+)
+NO_AMX = ("-DGGML_AMX_TILE=OFF", "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_BF16=OFF")
+# Haswell (2013) and later: what ggml itself assumes when not tuning for the build machine.
+PORTABLE_X86_FLAGS = frozenset({"sse4_2", "avx", "avx2", "fma", "f16c", "bmi2"})
+
+
+def cpu_flags() -> set[str]:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def cmake_flags(*, native: bool, flags: set[str] | None = None) -> list[str]:
+    """CMake flags: tuned to this CPU (``native``) or portable to any x86-64 with AVX2.
+
+    On x86 the tuning lists this CPU's instruction sets one by one rather than passing
+    ``-march=native``, so that AMX can be excluded; elsewhere (ARM) ``GGML_NATIVE`` is used.
+    A portable build decodes noticeably slower on CPUs with AVX-512.
+    """
+    if not native:
+        flags = PORTABLE_X86_FLAGS
+    else:
+        flags = cpu_flags() if flags is None else flags
+        if platform.machine() not in ("x86_64", "AMD64") or not flags:
+            return [*BASE_CMAKE_FLAGS, "-DGGML_NATIVE=ON"]
+    # Every option is spelled out, ON or OFF: a reused build tree keeps any option not passed.
+    features = [
+        f"-D{option}={'ON' if all(flag in flags for flag in needed) else 'OFF'}"
+        for needed, option in X86_FEATURES
+    ]
+    return [*BASE_CMAKE_FLAGS, "-DGGML_NATIVE=OFF", *features, *NO_AMX]
 
 
 def missing_tools() -> list[str]:
@@ -219,11 +262,13 @@ def ensure_llama_server(
 def _build(*, root: Path, sources: Path, flags: list[str], jobs: int) -> None:
     build_dir = root / "build"
     log_path = root / "build.log"
-    generator = ["-G", "Ninja"] if shutil.which("ninja") else []
-    # A build tree configured with other flags or another generator refuses to reconfigure.
-    if _read_stamp(root).get("cmake_flags") not in (None, flags) and build_dir.exists():
+    generator = "Ninja" if shutil.which("ninja") else "Unix Makefiles"
+    # CMake reconfigures a tree in place when options change (only the CPU backend then
+    # recompiles), but refuses one made by another generator.
+    cache = build_dir / "CMakeCache.txt"
+    if cache.is_file() and f"CMAKE_GENERATOR:INTERNAL={generator}\n" not in cache.read_text():
         shutil.rmtree(build_dir)
-    configure = ["cmake", "-S", str(sources), "-B", str(build_dir), *generator, *flags]
+    configure = ["cmake", "-S", str(sources), "-B", str(build_dir), "-G", generator, *flags]
     compile_ = ["cmake", "--build", str(build_dir), "--config", "Release",
                 "--target", "llama-server", "-j", str(jobs)]
     _log(f"building llama-server with {jobs} jobs (about 5-6 minutes on 2 cores); log: {log_path}")

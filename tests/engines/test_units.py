@@ -44,12 +44,39 @@ def test_cached_binary_needs_matching_flags_and_cpu(monkeypatch, tmp_path):
         build.ensure_llama_server(version="1.0")
 
 
-def test_native_and_portable_flags():
-    assert "-DGGML_NATIVE=ON" in build.cmake_flags(native=True)
+SAPPHIRE_RAPIDS_IN_A_VM = {
+    "sse4_2", "avx", "avx2", "fma", "f16c", "bmi2", "avx_vnni", "avx512f", "avx512cd", "avx512vl",
+    "avx512dq", "avx512bw", "avx512vbmi", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_int8",
+    "amx_bf16", "hypervisor",
+}
+
+
+def test_tuned_build_uses_this_cpus_features_but_never_amx(monkeypatch):
+    monkeypatch.setattr(build.platform, "machine", lambda: "x86_64")
+    flags = build.cmake_flags(native=True, flags=SAPPHIRE_RAPIDS_IN_A_VM)
+    assert "-DGGML_AVX512=ON" in flags
+    assert "-DGGML_AVX512_BF16=ON" in flags
+    assert {"-DGGML_AMX_TILE=OFF", "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_BF16=OFF"} <= set(flags)
+    assert "-DLLAMA_USE_PREBUILT_UI=OFF" in flags
+    assert "-DBUILD_SHARED_LIBS=OFF" in flags
+    older = build.cmake_flags(native=True, flags={"sse4_2", "avx", "avx2", "fma", "f16c"})
+    assert "-DGGML_AVX512=OFF" in older
+    assert "-DGGML_BMI2=OFF" in older
+
+
+def test_portable_build_spells_out_every_option(monkeypatch):
+    monkeypatch.setattr(build.platform, "machine", lambda: "x86_64")
     portable = build.cmake_flags(native=False)
-    assert "-DGGML_NATIVE=OFF" in portable
-    assert "-DLLAMA_USE_PREBUILT_UI=OFF" in portable
-    assert "-DBUILD_SHARED_LIBS=OFF" in portable
+    tuned = build.cmake_flags(native=True, flags=SAPPHIRE_RAPIDS_IN_A_VM)
+    # A reused build tree keeps options that are not passed, so both lists name the same ones.
+    assert [f.split("=")[0] for f in portable] == [f.split("=")[0] for f in tuned]
+    assert "-DGGML_AVX2=ON" in portable
+    assert "-DGGML_AVX512=OFF" in portable
+
+
+def test_arm_builds_tune_natively(monkeypatch):
+    monkeypatch.setattr(build.platform, "machine", lambda: "aarch64")
+    assert "-DGGML_NATIVE=ON" in build.cmake_flags(native=True, flags={"asimd", "fp"})
 
 
 BANNED = np.array([0, 1, 2, 3, 100])
