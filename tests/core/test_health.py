@@ -37,3 +37,14 @@ def test_redis_probe_recovers_when_a_private_redis_comes_back(private_redis):
     down = check_redis(url=private_redis["url"])
     assert not down.ok
     assert down.error
+
+
+@pytest.mark.django_db
+def test_pages_carry_a_content_security_policy_that_allows_only_our_scripts(client):
+    response = client.get("/glossary/")
+    policy = response["Content-Security-Policy"]
+    assert "script-src 'self'" in policy
+    assert "object-src 'none'" in policy and "frame-ancestors 'none'" in policy
+    assert "unsafe-eval" not in policy
+    assert response["X-Frame-Options"] == "DENY"
+    assert response["X-Content-Type-Options"] == "nosniff"
