@@ -42,6 +42,22 @@ def hardware_from_catalogue(*, slug: str) -> Hardware:
     )
 
 
+def weight_bytes_from_catalogue(*, spec: str) -> float:
+    """'llama-3.2-1b:bf16' -> the bytes a decode step reads for that model at that precision."""
+    from courses.inference.math import model_weight_bytes
+    from courses.inference.specs import get_model, model_slugs
+
+    slug, _, precision = spec.partition(":")
+    try:
+        model = get_model(slug=slug)
+    except UnknownSlugError:
+        raise ValidationError(f"Unknown catalogue model '{slug}'. Known: {', '.join(model_slugs())}.") from None
+    try:
+        return float(model_weight_bytes(model=model, precision=precision or "bf16"))
+    except ValueError as error:
+        raise ValidationError(f"--weights-from {spec}: {error}") from None
+
+
 def upsert_target(
     *,
     name: str,

@@ -4,29 +4,27 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='Lab',
+            name="Lab",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.SlugField(unique=True)),
-                ('title', models.CharField(max_length=200)),
-                ('objective', models.TextField()),
-                ('lesson_ref', models.CharField(blank=True, max_length=200)),
-                ('spec', models.JSONField()),
-                ('source_path', models.CharField(max_length=300)),
-                ('content_hash', models.CharField(max_length=64)),
-                ('order', models.PositiveIntegerField(default=0)),
-                ('retired', models.BooleanField(default=False)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("slug", models.SlugField(unique=True)),
+                ("title", models.CharField(max_length=200)),
+                ("objective", models.TextField()),
+                ("lesson_ref", models.CharField(blank=True, max_length=200)),
+                ("spec", models.JSONField()),
+                ("source_path", models.CharField(max_length=300)),
+                ("content_hash", models.CharField(max_length=64)),
+                ("order", models.PositiveIntegerField(default=0)),
+                ("retired", models.BooleanField(default=False)),
             ],
             options={
-                'ordering': ['order', 'title'],
+                "ordering": ["order", "title"],
             },
         ),
     ]

@@ -6,107 +6,187 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('labs', '0001_initial'),
+        ("labs", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='InferenceTarget',
+            name="InferenceTarget",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100, unique=True)),
-                ('slug', models.SlugField(help_text='Also names the Celery queue: target-<slug>', max_length=60, unique=True)),
-                ('kind', models.CharField(choices=[('vllm', 'vLLM'), ('ollama', 'Ollama'), ('llamacpp', 'llama.cpp server'), ('openai-compatible', 'OpenAI-compatible')], max_length=20)),
-                ('api', models.CharField(choices=[('openai-completions', 'OpenAI /v1/completions'), ('openai-chat', 'OpenAI /v1/chat/completions'), ('ollama-generate', 'Ollama /api/generate'), ('ollama-chat', 'Ollama /api/chat')], default='openai-completions', max_length=24)),
-                ('base_url', models.URLField(help_text='Seen by staff only')),
-                ('model_names', models.JSONField(default=list, help_text='Model names served; the first is the default')),
-                ('api_key', models.CharField(blank=True, help_text='Stored, never rendered', max_length=300)),
-                ('description', models.TextField(blank=True)),
-                ('synthetic_text', models.BooleanField(default=False, help_text='Generated model: real timings, meaningless words')),
-                ('hardware_name', models.CharField(blank=True, max_length=100)),
-                ('hardware_slug', models.SlugField(blank=True, help_text='Row of the hardware catalogue, if any')),
-                ('memory_bandwidth_bytes_s', models.FloatField(blank=True, null=True)),
-                ('peak_flops', models.FloatField(blank=True, help_text='Dense FLOP/s at the serving precision', null=True)),
-                ('memory_bytes', models.FloatField(blank=True, null=True)),
-                ('model_bytes', models.JSONField(blank=True, default=dict, help_text='Weight bytes per model name, for speed-of-light bounds')),
-                ('max_concurrency', models.PositiveIntegerField(default=64)),
-                ('max_prompt_tokens', models.PositiveIntegerField(default=4096)),
-                ('max_output_tokens', models.PositiveIntegerField(default=2048)),
-                ('max_requests_per_run', models.PositiveIntegerField(default=500)),
-                ('max_run_seconds', models.PositiveIntegerField(default=600)),
-                ('runs_per_learner_per_day', models.PositiveIntegerField(default=30)),
-                ('price_per_gpu_hour', models.DecimalField(blank=True, decimal_places=3, max_digits=8, null=True)),
-                ('capabilities', models.JSONField(blank=True, default=dict)),
-                ('engine_version', models.CharField(blank=True, max_length=100)),
-                ('probed_at', models.DateTimeField(blank=True, null=True)),
-                ('probe_error', models.TextField(blank=True)),
-                ('enabled', models.BooleanField(default=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=100, unique=True)),
+                (
+                    "slug",
+                    models.SlugField(
+                        help_text="Also names the Celery queue: target-<slug>", max_length=60, unique=True
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("vllm", "vLLM"),
+                            ("ollama", "Ollama"),
+                            ("llamacpp", "llama.cpp server"),
+                            ("openai-compatible", "OpenAI-compatible"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "api",
+                    models.CharField(
+                        choices=[
+                            ("openai-completions", "OpenAI /v1/completions"),
+                            ("openai-chat", "OpenAI /v1/chat/completions"),
+                            ("ollama-generate", "Ollama /api/generate"),
+                            ("ollama-chat", "Ollama /api/chat"),
+                        ],
+                        default="openai-completions",
+                        max_length=24,
+                    ),
+                ),
+                ("base_url", models.URLField(help_text="Seen by staff only")),
+                (
+                    "model_names",
+                    models.JSONField(default=list, help_text="Model names served; the first is the default"),
+                ),
+                ("api_key", models.CharField(blank=True, help_text="Stored, never rendered", max_length=300)),
+                ("description", models.TextField(blank=True)),
+                (
+                    "synthetic_text",
+                    models.BooleanField(default=False, help_text="Generated model: real timings, meaningless words"),
+                ),
+                ("hardware_name", models.CharField(blank=True, max_length=100)),
+                ("hardware_slug", models.SlugField(blank=True, help_text="Row of the hardware catalogue, if any")),
+                ("memory_bandwidth_bytes_s", models.FloatField(blank=True, null=True)),
+                (
+                    "peak_flops",
+                    models.FloatField(blank=True, help_text="Dense FLOP/s at the serving precision", null=True),
+                ),
+                ("memory_bytes", models.FloatField(blank=True, null=True)),
+                (
+                    "model_bytes",
+                    models.JSONField(
+                        blank=True, default=dict, help_text="Weight bytes per model name, for speed-of-light bounds"
+                    ),
+                ),
+                ("max_concurrency", models.PositiveIntegerField(default=64)),
+                ("max_prompt_tokens", models.PositiveIntegerField(default=4096)),
+                ("max_output_tokens", models.PositiveIntegerField(default=2048)),
+                ("max_requests_per_run", models.PositiveIntegerField(default=500)),
+                ("max_run_seconds", models.PositiveIntegerField(default=600)),
+                ("runs_per_learner_per_day", models.PositiveIntegerField(default=30)),
+                ("price_per_gpu_hour", models.DecimalField(blank=True, decimal_places=3, max_digits=8, null=True)),
+                ("capabilities", models.JSONField(blank=True, default=dict)),
+                ("engine_version", models.CharField(blank=True, max_length=100)),
+                ("probed_at", models.DateTimeField(blank=True, null=True)),
+                ("probe_error", models.TextField(blank=True)),
+                ("enabled", models.BooleanField(default=True)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='LabRun',
+            name="LabRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('model_name', models.CharField(max_length=200)),
-                ('params', models.JSONField()),
-                ('prediction', models.TextField(blank=True)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], db_index=True, default='queued', max_length=10)),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('heartbeat_at', models.DateTimeField(blank=True, null=True)),
-                ('dispatched_at', models.DateTimeField(blank=True, null=True)),
-                ('dispatch_count', models.PositiveSmallIntegerField(default=0)),
-                ('requeue_count', models.PositiveSmallIntegerField(default=0)),
-                ('cancel_requested', models.BooleanField(default=False)),
-                ('progress', models.JSONField(blank=True, default=dict)),
-                ('error', models.TextField(blank=True)),
-                ('summary', models.JSONField(blank=True, null=True)),
-                ('result_meta', models.JSONField(blank=True, default=dict, help_text='Schema version, spec, target (public), server metrics')),
-                ('lab', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='runs', to='labs.lab')),
-                ('target', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='runs', to='labs.inferencetarget')),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='lab_runs', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("model_name", models.CharField(max_length=200)),
+                ("params", models.JSONField()),
+                ("prediction", models.TextField(blank=True)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        db_index=True,
+                        default="queued",
+                        max_length=10,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("heartbeat_at", models.DateTimeField(blank=True, null=True)),
+                ("dispatched_at", models.DateTimeField(blank=True, null=True)),
+                ("dispatch_count", models.PositiveSmallIntegerField(default=0)),
+                ("requeue_count", models.PositiveSmallIntegerField(default=0)),
+                ("cancel_requested", models.BooleanField(default=False)),
+                ("progress", models.JSONField(blank=True, default=dict)),
+                ("error", models.TextField(blank=True)),
+                ("summary", models.JSONField(blank=True, null=True)),
+                (
+                    "result_meta",
+                    models.JSONField(
+                        blank=True, default=dict, help_text="Schema version, spec, target (public), server metrics"
+                    ),
+                ),
+                (
+                    "lab",
+                    models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name="runs", to="labs.lab"),
+                ),
+                (
+                    "target",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="runs", to="labs.inferencetarget"
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="lab_runs",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='RunRequest',
+            name="RunRequest",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('index', models.PositiveIntegerField()),
-                ('warmup', models.BooleanField(default=False)),
-                ('step', models.JSONField(default=dict, help_text='The swept parameter values of this request')),
-                ('ttft_s', models.FloatField(null=True)),
-                ('tpot_s', models.FloatField(null=True)),
-                ('e2e_s', models.FloatField(null=True)),
-                ('output_tokens', models.PositiveIntegerField(null=True)),
-                ('prompt_tokens', models.PositiveIntegerField(null=True)),
-                ('error_kind', models.CharField(blank=True, max_length=40)),
-                ('record', models.JSONField(help_text="The measurement library's full record")),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='requests', to='labs.labrun')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("index", models.PositiveIntegerField()),
+                ("warmup", models.BooleanField(default=False)),
+                ("step", models.JSONField(default=dict, help_text="The swept parameter values of this request")),
+                ("ttft_s", models.FloatField(null=True)),
+                ("tpot_s", models.FloatField(null=True)),
+                ("e2e_s", models.FloatField(null=True)),
+                ("output_tokens", models.PositiveIntegerField(null=True)),
+                ("prompt_tokens", models.PositiveIntegerField(null=True)),
+                ("error_kind", models.CharField(blank=True, max_length=40)),
+                ("record", models.JSONField(help_text="The measurement library's full record")),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="requests", to="labs.labrun"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['index'],
+                "ordering": ["index"],
             },
         ),
         migrations.AddIndex(
-            model_name='labrun',
-            index=models.Index(fields=['target', 'status', 'created_at'], name='labs_labrun_target__082552_idx'),
+            model_name="labrun",
+            index=models.Index(fields=["target", "status", "created_at"], name="labs_labrun_target__082552_idx"),
         ),
         migrations.AddIndex(
-            model_name='labrun',
-            index=models.Index(fields=['user', '-created_at'], name='labs_labrun_user_id_9764fb_idx'),
+            model_name="labrun",
+            index=models.Index(fields=["user", "-created_at"], name="labs_labrun_user_id_9764fb_idx"),
         ),
         migrations.AddConstraint(
-            model_name='runrequest',
-            constraint=models.UniqueConstraint(fields=('run', 'index'), name='runrequest_unique_index'),
+            model_name="runrequest",
+            constraint=models.UniqueConstraint(fields=("run", "index"), name="runrequest_unique_index"),
         ),
     ]

@@ -52,8 +52,7 @@ class Command(BaseCommand):
             name=SERIAL_NAME,
             base_url=os.environ.get("LOCAL_ENGINE_URL", "http://127.0.0.1:8011"),
             description=(
-                "llama-server on this machine's CPU with --parallel 1: requests wait their turn, "
-                "like Ollama's default."
+                "llama-server on this machine's CPU with --parallel 1: requests wait their turn, like Ollama's default."
             ),
             **common,
         )

@@ -7,8 +7,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from labs.forms import RunForm
-from labs.selectors import findings_for
 from labs.models import InferenceTarget, Lab, LabRun
+from labs.selectors import findings_for
 from labs.services import submit_run
 
 

@@ -4,7 +4,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from labs.models import InferenceTarget
-from labs.targets import hardware_from_catalogue, probe_and_record, upsert_target
+from labs.targets import hardware_from_catalogue, probe_and_record, upsert_target, weight_bytes_from_catalogue
 
 
 class Command(BaseCommand):
@@ -19,6 +19,12 @@ class Command(BaseCommand):
         add.add_argument("--model", action="append", required=True, help="Repeat for several models")
         add.add_argument("--api", choices=InferenceTarget.Api.values)
         add.add_argument("--hardware", help="A slug of the hardware catalogue, e.g. h100-sxm")
+        add.add_argument(
+            "--weights-from",
+            metavar="SLUG:PRECISION",
+            help="Catalogue model and precision of the first --model, e.g. llama-3.2-1b:bf16, so labs can show "
+            "the decode speed-of-light bound (weight bytes / memory bandwidth)",
+        )
         add.add_argument("--api-key", default="")
         add.add_argument(
             "--synthetic-text", action="store_true", help="Generated model: real timings, meaningless words"
@@ -39,6 +45,11 @@ class Command(BaseCommand):
     def _add(self, options: dict) -> None:
         try:
             hardware = hardware_from_catalogue(slug=options["hardware"]) if options["hardware"] else None
+            model_bytes = (
+                {options["model"][0]: weight_bytes_from_catalogue(spec=options["weights_from"])}
+                if options["weights_from"]
+                else None
+            )
             target = upsert_target(
                 name=options["name"],
                 kind=options["kind"],
@@ -48,6 +59,7 @@ class Command(BaseCommand):
                 hardware=hardware,
                 api_key=options["api_key"],
                 synthetic_text=options["synthetic_text"],
+                model_bytes=model_bytes,
             )
         except ValidationError as error:
             raise CommandError("; ".join(error.messages)) from None
