@@ -52,11 +52,11 @@ def test_every_service_the_readme_names_exists_and_is_wired():
     config = yaml.safe_load(compose("--profile", "gpu", "config").stdout)
     services = config["services"]
     readme = (ROOT / "README.md").read_text()
-    named = set(re.findall(r"`(postgres|redis|web|worker|beat|vllm|ollama|ollama-pull)`", readme))
+    named = set(re.findall(r"`(postgres|redis|web|worker|vllm|ollama|ollama-pull)`", readme))
     assert {"postgres", "redis", "web", "worker", "vllm", "ollama"} <= named
     assert named <= set(services)
 
-    for name in ("web", "worker", "beat"):
+    for name in ("web", "worker"):
         env = services[name]["environment"]
         assert env["DATABASE_URL"].startswith("postgres://prefill:") and env["DATABASE_URL"].endswith(
             "@postgres:5432/prefill"
@@ -70,7 +70,7 @@ def test_every_service_the_readme_names_exists_and_is_wired():
         if isinstance(services["web"]["command"], list)
         else "gunicorn config.wsgi" in services["web"]["command"]
     )
-    assert "worker" in services["worker"]["command"]
+    assert services["worker"]["command"] == ["python", "-m", "scripts.services", "worker"]
 
     for gpu_service in ("vllm", "ollama"):
         devices = services[gpu_service]["deploy"]["resources"]["reservations"]["devices"]
