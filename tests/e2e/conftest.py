@@ -18,7 +18,9 @@ SCREENSHOTS = ROOT / "test-output" / "e2e"
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: Playwright's sync API keeps an asyncio loop running on this thread
+# while it is open, and later tests (the measurement library's) call asyncio.run().
+@pytest.fixture(scope="module")
 def browser():
     path = chromium_path()
     if path is None:

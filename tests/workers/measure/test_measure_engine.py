@@ -23,7 +23,7 @@ def test_serial_engine_makes_later_requests_wait_for_a_slot(make_target):
         result = measure(target=target, spec=spec)
     ttft = sorted(r.ttft_s * 1000 for r in result.measured)
     for position, measured in enumerate(ttft):
-        assert measured == pytest.approx(ttft_ms + position * per_request_ms, abs=8.0)
+        assert measured == pytest.approx(ttft_ms + position * per_request_ms, abs=15.0)
     # Decode speed is unchanged: serial serving costs waiting time, not per-token time.
     assert all(r.tpot_s * 1000 == pytest.approx(gap_ms, abs=1.0) for r in result.measured)
 

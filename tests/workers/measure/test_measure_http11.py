@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from workers.measure.errors import HeaderTimeout, StallTimeout, StreamCut
-from workers.measure.http11 import Connection, DroppedBeforeResponse, Exchange
+from workers.measure.http11 import Connection, DroppedBeforeResponse, Exchange, Streams
 
 
 class FakeTransport(asyncio.Transport):
@@ -105,3 +105,32 @@ def test_silence_is_a_header_timeout_before_headers_and_a_stall_after() -> None:
         asyncio.run(_exchange([], read_timeout=0.05))
     with pytest.raises(StallTimeout):
         asyncio.run(_exchange([CHUNKED[:140]], read_timeout=0.05))
+
+
+def test_bytes_on_an_idle_connection_make_it_unusable() -> None:
+    async def run():
+        conn, _, _ = await _exchange([CHUNKED])
+        assert conn.usable
+        conn.data_received(b"HTTP/1.1 408 Request Timeout\r\n\r\n")
+        await asyncio.sleep(0)
+        return conn.usable
+
+    assert asyncio.run(run()) is False
+
+
+def test_many_streams_defer_parsing_so_all_are_stamped_first() -> None:
+    async def run():
+        loop = asyncio.get_running_loop()
+        streams = Streams()
+        streams.active = Streams.INLINE_MAX + 1
+        conn = Connection(loop, 5.0, streams)
+        conn.connection_made(FakeTransport())
+        body: list[bytes] = []
+        conn.send(b"POST / HTTP/1.1\r\n\r\n", Exchange(lambda d, ts: body.append(d), loop.create_future()))
+        conn.data_received(CHUNKED)
+        parsed_at_once = list(body)
+        await asyncio.sleep(0)
+        return parsed_at_once, body
+
+    at_once, later = asyncio.run(run())
+    assert at_once == [] and b"".join(later) == b"hello world"

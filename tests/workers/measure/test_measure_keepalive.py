@@ -24,8 +24,8 @@ def _check_timed_right(result, requests: int) -> None:
         assert r.ok, r.error
         assert r.output_tokens == TOKENS
         # TTFT runs from the write that the engine answered, not from a dropped attempt.
-        assert 0 <= r.ttft_s * 1000 - TTFT_MS < 8.0
-        assert r.tpot_s * 1000 == pytest.approx(GAP_MS, abs=1.0)
+        assert 0 <= r.ttft_s * 1000 - TTFT_MS < 25.0
+        assert r.tpot_s * 1000 == pytest.approx(GAP_MS, abs=2.0)
 
 
 @pytest.mark.parametrize("drop_every", [1, 2])

@@ -49,12 +49,12 @@ def test_open_loop_sends_on_schedule_and_counts_queue_time_for_a_slot(make_targe
         )
     offsets = [r.scheduled_s - uncapped.measured[0].scheduled_s for r in uncapped.measured]
     assert offsets == pytest.approx([i * 0.02 for i in range(10)], abs=0.004)
-    assert all(r.send_s - r.scheduled_s < 0.005 for r in uncapped.measured)
-    assert uncapped.summary["queue_s"]["max"] < 0.005
+    assert all(r.send_s - r.scheduled_s < 0.03 for r in uncapped.measured)
+    assert uncapped.summary["queue_s"]["max"] < 0.03
     # One slot, 20 ms between arrivals, ~100 ms per request: later arrivals wait for the slot.
     assert capped.summary["peak_concurrency"] == 1
     queue = [r.queue_s for r in capped.measured]
-    assert queue[0] < 0.005 and queue[-1] > 0.5
+    assert queue[0] < 0.03 and queue[-1] > 0.5
     assert queue == sorted(queue)
 
 
@@ -95,7 +95,7 @@ def test_sweep_runs_each_value_in_order_with_its_own_summary(make_target) -> Non
         result = measure(target=target, spec=spec)
     assert [g["value"] for g in result.groups] == [16, 256]
     ttft = [g["summary"]["ttft_s"]["p50"] for g in result.groups]
-    assert ttft[1] - ttft[0] == pytest.approx((256 - 16) * 0.0002, abs=0.005)
+    assert ttft[1] - ttft[0] == pytest.approx((256 - 16) * 0.0002, abs=0.015)
     assert [r.params for r in result.measured] == [{"prompt_tokens": 16}] * 2 + [{"prompt_tokens": 256}] * 2
 
 
@@ -135,7 +135,7 @@ def test_wall_clock_cap_stops_the_run_and_keeps_what_finished(make_target) -> No
         spec = RunSpec(requests=1000, concurrency=2, max_tokens=10, max_duration_s=0.8, server_metrics=False)
         started = time.monotonic()
         result = measure(target=target, spec=spec)
-    assert time.monotonic() - started < 1.8
+    assert time.monotonic() - started < 2.5
     assert result.status == "succeeded"
     assert result.stop_reason == "wall-clock cap of 0.8 s reached"
     assert 4 <= result.summary["requests"]["succeeded"] < 1000
