@@ -270,7 +270,9 @@ class MeasureClient:
                     f"the engine closed the connection without answering ({attempt + 1} tries): {exc.message}"
                 ) from None
             finally:
-                if not exchange.future.done():
+                # Still the connection's exchange: cancelled or timed out mid-response (the
+                # cancellation has already cancelled the future). The connection is unusable.
+                if conn.exchange is exchange:
                     conn.abandon()
             self.pool.release(conn)
             self._finish(plan, record, state, parser, exchange, conn if opened else None)

@@ -1039,7 +1039,10 @@ def spawn(config: EngineConfig | None = None, *, port: int = 0) -> Iterator[str]
     ]
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
+    # The child watches its stdin: if this process dies without cleaning up, the pipe closes
+    # and the engine exits instead of lingering on its port.
+    cmd.append("--exit-on-stdin-eof")
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline().strip()
@@ -1053,6 +1056,9 @@ def spawn(config: EngineConfig | None = None, *, port: int = 0) -> Iterator[str]
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                pipe.close()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -1062,6 +1068,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8099, help="0 picks a free port")
+    parser.add_argument("--exit-on-stdin-eof", action="store_true", help="stop when stdin closes (the parent is gone)")
     for f in dataclasses.fields(EngineConfig):
         flag = "--" + f.name.replace("_", "-")
         if f.type in ("bool", bool):
@@ -1082,8 +1089,19 @@ def main(argv: list[str] | None = None) -> int:
         engine = ScriptedEngine(config)
         await engine.start(host=args.host, port=args.port)
         print(f"listening on {engine.base_url}", flush=True)
+        stop = asyncio.Event()
+        if args.exit_on_stdin_eof:
+            loop = asyncio.get_running_loop()
+            stdin = sys.stdin.fileno()
+
+            def on_stdin() -> None:
+                if not os.read(stdin, 4096):
+                    loop.remove_reader(stdin)
+                    stop.set()
+
+            loop.add_reader(stdin, on_stdin)
         try:
-            await asyncio.Event().wait()
+            await stop.wait()
         finally:
             await engine.close()
 
