@@ -2,7 +2,7 @@
 
 ``python -m engines.llamacpp.build`` prints the path of a ready binary, building it first when
 the cache has none. The cache lives outside the repository (``~/.cache/prefill/llama.cpp`` or
-``PREFILL_ENGINE_CACHE``) so a fresh clone on the same machine reuses the five-minute build.
+``PREFILL_ENGINE_CACHE``) so a fresh clone on the same machine reuses the build (5-9 minutes on 2 cores).
 
 Layout of one cache entry, ``<cache>/<version>/``::
 
@@ -271,7 +271,7 @@ def _build(*, root: Path, sources: Path, flags: list[str], jobs: int) -> None:
     configure = ["cmake", "-S", str(sources), "-B", str(build_dir), "-G", generator, *flags]
     compile_ = ["cmake", "--build", str(build_dir), "--config", "Release",
                 "--target", "llama-server", "-j", str(jobs)]
-    _log(f"building llama-server with {jobs} jobs (about 5-6 minutes on 2 cores); log: {log_path}")
+    _log(f"building llama-server with {jobs} jobs (5-9 minutes on 2 cores); log: {log_path}")
     started = time.monotonic()
     with log_path.open("w") as log:
         for command in (configure, compile_):

@@ -154,7 +154,7 @@ def load_vocab(*, path: Path) -> Vocab:
         unk_id=int(field("tokenizer.ggml.unknown_token_id")),
         add_bos=bool(field("tokenizer.ggml.add_bos_token")),
         add_eos=bool(field("tokenizer.ggml.add_eos_token")),
-        digest=hashlib.sha256(path.read_bytes()).hexdigest()[:16],
+        digest=file_digest(path=path),
     )
 
 
@@ -221,10 +221,14 @@ def encoded_nbytes(*, shape: tuple[int, ...], precision: Precision) -> int:
     return count // block * type_size
 
 
-def recipe_digest(*, spec: ModelSpec, precision: Precision, vocab: Vocab) -> str:
+def file_digest(*, path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def recipe_digest(*, spec: ModelSpec, precision: Precision, vocab_digest: str) -> str:
     recipe = {
         "generator": GENERATOR_VERSION, "seed": SEED, "spec": asdict(spec),
-        "precision": precision.name, "vocab": vocab.digest, "ban": BAN_WEIGHT,
+        "precision": precision.name, "vocab": vocab_digest, "ban": BAN_WEIGHT,
         "std": INIT_STD, "context": CONTEXT_LENGTH,
     }
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
@@ -335,14 +339,17 @@ def ensure_models(
     unknown = [s for s in sizes if s not in SPECS] + [p for p in precisions if p not in PRECISIONS]
     if unknown:
         raise ValueError(f"unknown model size or precision: {', '.join(unknown)}")
-    vocab = load_vocab(path=ensure_sources() / "models" / VOCAB_FILE)
+    vocab_path = ensure_sources() / "models" / VOCAB_FILE
+    vocab_digest = file_digest(path=vocab_path)
+    # Parsing the vocabulary takes seconds; an up-to-date cache never needs it.
+    vocab: Vocab | None = None
     with _locked(directory / ".models.lock"):
         known = {info.name: info for info in read_manifest(directory=directory)}
         changed = False
         for size in sizes:
             for precision_name in precisions:
                 spec, precision = SPECS[size], PRECISIONS[precision_name]
-                recipe = recipe_digest(spec=spec, precision=precision, vocab=vocab)
+                recipe = recipe_digest(spec=spec, precision=precision, vocab_digest=vocab_digest)
                 name = model_name(size=size, precision=precision_name)
                 path = directory / f"{name}.gguf"
                 cached = known.get(name)
@@ -350,6 +357,7 @@ def ensure_models(
                         and path.stat().st_size == cached.file_bytes):
                     continue
                 started = time.monotonic()
+                vocab = vocab or load_vocab(path=vocab_path)
                 partial = path.with_name(f".{path.name}.partial")
                 write_model(path=partial, spec=spec, precision=precision, vocab=vocab)
                 partial.replace(path)

@@ -1,6 +1,6 @@
 """The local CPU engine end to end: build (or reuse) llama-server, serve a generated model.
 
-Needs the binary: the first run builds it (5-6 minutes on 2 cores), later runs reuse the cache
+Needs the binary: the first run builds it (5-9 minutes on 2 cores), later runs reuse the cache
 and take seconds. A machine without cmake or a compiler fails here, loudly, by design: the
 labs cannot run without this engine.
 """
