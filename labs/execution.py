@@ -79,27 +79,30 @@ def _claim(run_id: int) -> LabRun | None:
         return run
 
 
-def target_lock_name(target_id: int) -> str:
-    # Namespaced like the cache, so two sites (or a test run) sharing one Redis never share a lock.
-    return f"{settings.CACHES['default']['KEY_PREFIX']}:target-lock:{target_id}"
+def target_lock_name(target: InferenceTarget) -> str:
+    # One lock per piece of hardware: targets in the same hardware group (two servers on one
+    # machine) must not measure at the same time either. Namespaced like the cache, so two sites
+    # or a test run sharing one Redis never share a lock.
+    scope = f"group-{target.hardware_group}" if target.hardware_group else f"target-{target.pk}"
+    return f"{settings.CACHES['default']['KEY_PREFIX']}:hardware-lock:{scope}"
 
 
 def _target_lock(target: InferenceTarget) -> redis.lock.Lock:
     client = redis.Redis.from_url(settings.REDIS_URL)
     return client.lock(
-        target_lock_name(target.pk),
+        target_lock_name(target),
         timeout=settings.LAB_HEARTBEAT_STALE_S,
         blocking_timeout=target.max_run_seconds + settings.LAB_HEARTBEAT_STALE_S,
         thread_local=False,
     )
 
 
-def release_dead_lock(*, target_id: int) -> None:
+def release_dead_lock(*, target: InferenceTarget) -> None:
     """Called by the reaper once it has decided a run's worker is dead."""
     client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
     try:
         with contextlib.suppress(redis.RedisError):
-            client.delete(target_lock_name(target_id))
+            client.delete(target_lock_name(target))
     finally:
         client.close()
 

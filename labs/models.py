@@ -76,6 +76,11 @@ class InferenceTarget(models.Model):
     probed_at = models.DateTimeField(null=True, blank=True)
     probe_error = models.TextField(blank=True)
     enabled = models.BooleanField(default=True)
+    hardware_group = models.SlugField(
+        max_length=60,
+        blank=True,
+        help_text="Targets on the same hardware (two servers on one CPU or GPU) share this name, so runs never overlap",
+    )
 
     class Meta:
         ordering = ["name"]

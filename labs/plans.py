@@ -38,7 +38,8 @@ def _step_values(*, plan: dict, params: dict[str, Any], models: list[str]) -> tu
     if not sweep:
         return None, [None]
     if sweep == "model":
-        chosen = params.get("models") or models
+        preferred = [name for name in plan.get("prefer_models", []) if name in models]
+        chosen = params.get("models") or preferred or models
         return "model", list(chosen)
     values = params.get(sweep)
     if not isinstance(values, list):
@@ -50,6 +51,10 @@ def build_steps(*, plan: dict, params: dict[str, Any], models: list[str], limits
     """One Step per swept value. `limits` are the target's caps (max_requests_per_run, ...)."""
     if not models:
         raise PlanError("this target serves no model; staff must add one before it can run labs")
+    # A lab may prefer models the target serves (e.g. a model bigger than the CPU's cache for the
+    # speed-of-light lab); targets without them fall back to their default model.
+    preferred = [name for name in plan.get("prefer_models", []) if name in models]
+    default_model = preferred[0] if preferred else models[0]
     sweep, values = _step_values(plan=plan, params=params, models=models)
     fixed = dict(plan.get("fixed", {}))
     repeats = int(params.get("repeats", plan.get("repeats", 5)))
@@ -61,7 +66,7 @@ def build_steps(*, plan: dict, params: dict[str, Any], models: list[str], limits
         if sweep is not None:
             merged[sweep] = value
             step_params[sweep] = value
-        model = str(merged.pop("model", None) or models[0])
+        model = str(merged.pop("model", None) or default_model)
         concurrency = int(merged.get("concurrency", 1))
         requests = max(repeats, concurrency * per_stream) if per_stream else repeats
         shared_prefix = int(merged.get("shared_prefix_tokens", 0)) if int(merged.get("shared_prefix", 1)) else 0

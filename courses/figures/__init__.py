@@ -1,4 +1,3 @@
-# ruff: noqa: RUF002
 # Multiplication and minus signs in learner-facing text and worked arithmetic are intended.
 """Figures drawn from code for lesson pages.
 

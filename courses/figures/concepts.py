@@ -1,4 +1,3 @@
-# ruff: noqa: RUF001
 # Multiplication and minus signs in learner-facing text and worked arithmetic are intended.
 """Figures that explain a mechanism or a measurement rather than a catalogue row."""
 

@@ -1,4 +1,3 @@
-# ruff: noqa: RUF001
 # Multiplication and minus signs in learner-facing text and worked arithmetic are intended.
 """Figures computed from the GPU and model catalogues with `courses.inference.math`."""
 

@@ -1,4 +1,3 @@
-# ruff: noqa: RUF001
 # Multiplication and minus signs in learner-facing text and worked arithmetic are intended.
 """Whole answers built from `courses.inference.math`: the numbers plus the arithmetic as steps.
 

@@ -1,4 +1,3 @@
-# ruff: noqa: RUF001, RUF003
 # Multiplication and minus signs in learner-facing text and worked arithmetic are intended.
 """Calculators: form bounds, compute functions with their steps, the embed context, the views."""
 

@@ -1,4 +1,3 @@
-# ruff: noqa: RUF003
 # Multiplication and minus signs in learner-facing text and worked arithmetic are intended.
 """The GPU and model catalogues: datasheet and config.json values pinned, and the loader's errors.
 

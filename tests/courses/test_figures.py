@@ -1,4 +1,3 @@
-# ruff: noqa: RUF003
 # Multiplication and minus signs in learner-facing text and worked arithmetic are intended.
 """Figures: every registered figure renders to accessible SVG; arguments are validated; the
 disk cache is keyed by content; the `figures` command lists them."""

@@ -1,4 +1,3 @@
-# ruff: noqa: RUF001, RUF003
 # Multiplication and minus signs in learner-facing text and worked arithmetic are intended.
 """The speed-of-light math against numbers worked out by hand (each test shows the working).
 

@@ -1,4 +1,3 @@
-# ruff: noqa: RUF001, RUF003
 # Multiplication and minus signs in learner-facing text and worked arithmetic are intended.
 """`manage.py speedoflight`: JSON and table output over the same math, and one-line errors."""
 

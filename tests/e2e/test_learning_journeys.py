@@ -7,8 +7,8 @@ import pytest
 from django.core.management import call_command
 
 from labs.models import LabRun
-from tests.service_fixtures import wait_for
 from tests.labs.test_runs import make_target
+from tests.service_fixtures import wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -47,6 +47,8 @@ class Command(BaseCommand):
             "synthetic_text": True,
             "model_bytes": {m.name: float(m.weight_bytes_per_token) for m in models},
             "limits": CPU_LIMITS,
+            # Both servers run on this machine's CPU: a run on one must not overlap a run on the other.
+            "hardware_group": "local-cpu",
         }
         serial = upsert_target(
             name=SERIAL_NAME,
