@@ -1,0 +1,98 @@
+"""Labs 1, 2, 4 and 6 end to end on the real local engine: llama-server (built or reused),
+the smallest generated model, both local targets, `manage.py runlab` through real Redis and real
+Celery worker processes. The lessons of those labs must show in the numbers."""
+
+import json
+
+import pytest
+from django.core.management import call_command
+
+from engines.llamacpp.build import BuildError, ensure_llama_server
+from engines.local import start_local_engines
+from labs.content_sync import sync_labs
+from labs.targets import upsert_target
+from tests.conftest import free_port
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+MODEL = "prefill-60m-f16"
+
+
+@pytest.fixture
+def local_targets(tmp_path, settings, celery_worker):
+    try:
+        ensure_llama_server()
+    except BuildError as error:
+        pytest.fail(f"llama-server is needed for the local labs and could not be built: {error}")
+    # One thread per server: on 2 shared cores, two spinning threads stall whenever one is
+    # descheduled; the lessons below hold at any speed.
+    engines = start_local_engines(
+        serial_url=f"http://127.0.0.1:{free_port()}",
+        batched_url=f"http://127.0.0.1:{free_port()}",
+        sizes=("60m",),
+        precisions=("f16",),
+        threads=1,
+        log_dir=tmp_path,
+    )
+    try:
+        sync_labs(content_dir=settings.BASE_DIR / "labs" / "content")
+        common = {"kind": "llamacpp", "models": [MODEL], "synthetic_text": True, "hardware_group": "local-cpu"}
+        serial = upsert_target(name="Local serial", base_url=engines.serial.url, **common)
+        batched = upsert_target(name="Local batched", base_url=engines.batched.url, **common)
+        celery_worker(serial.queue_name, batched.queue_name)
+        yield {"serial": serial, "batched": batched}
+    finally:
+        engines.stop()
+
+
+def runlab(capsys, lab: str, target, user, *params: str) -> dict:
+    args = [lab, "--target", target.name, "--user", user.username, "--wait", "--json", "--timeout", "300"]
+    for param in params:
+        args += ["--param", param]
+    call_command("runlab", *args)
+    result = json.loads(capsys.readouterr().out)
+    assert result["status"] == "succeeded", result["error"]
+    return {step["key"]: step["summary"] for step in result["steps"]}
+
+
+def test_labs_show_their_lessons_on_the_local_engine(local_targets, user, capsys):
+    serial, batched = local_targets["serial"], local_targets["batched"]
+
+    # Lab 1: TTFT stays put while total time grows with output; output length is what was asked.
+    steps = runlab(capsys, "ttft-vs-output-length", serial, user, "max_tokens=16,96", "prompt_tokens=64", "repeats=2")
+    short, long = steps["max_tokens=16"], steps["max_tokens=96"]
+    assert short["output_tokens"]["min"] == 16 and long["output_tokens"]["max"] == 96
+    assert long["e2e_s"]["p50"] > 2.5 * short["e2e_s"]["p50"]
+    assert long["ttft_s"]["p50"] < 2.0 * short["ttft_s"]["p50"]
+
+    # Lab 2: TTFT rises with prompt length while time per output token stays within a band.
+    steps = runlab(capsys, "prompt-length-ttft", serial, user, "prompt_tokens=16,768", "max_tokens=24", "repeats=2")
+    small, big = steps["prompt_tokens=16"], steps["prompt_tokens=768"]
+    assert big["ttft_s"]["p50"] > 3 * small["ttft_s"]["p50"]
+    assert big["tpot_s"]["p50"] < 3 * small["tpot_s"]["p50"]
+
+    # Lab 4: at four concurrent streams the batched engine's aggregate throughput beats serial.
+    serial_steps = runlab(
+        capsys, "batching-almost-free", serial, user, "concurrency=4", "max_tokens=48", "prompt_tokens=32"
+    )
+    batched_steps = runlab(
+        capsys, "batching-almost-free", batched, user, "concurrency=4", "max_tokens=48", "prompt_tokens=32"
+    )
+    assert (
+        batched_steps["concurrency=4"]["output_tokens_per_s"]
+        > 1.2 * serial_steps["concurrency=4"]["output_tokens_per_s"]
+    )
+
+    # Lab 6: a shared long prefix is served from the cache and cuts TTFT.
+    steps = runlab(
+        capsys,
+        "prefix-caching",
+        batched,
+        user,
+        "shared_prefix=0,1",
+        "prompt_tokens=1024",
+        "shared_prefix_tokens=960",
+        "max_tokens=8",
+        "repeats=3",
+    )
+    assert steps["shared_prefix=1"]["ttft_s"]["p50"] < 0.6 * steps["shared_prefix=0"]["ttft_s"]["p50"]
