@@ -97,12 +97,19 @@ def _target_lock(target: InferenceTarget) -> redis.lock.Lock:
     )
 
 
-def release_dead_lock(*, target: InferenceTarget) -> None:
-    """Called by the reaper once it has decided a run's worker is dead."""
+def lock_token(run_id: int) -> str:
+    return f"run-{run_id}"
+
+
+def release_dead_lock(*, target: InferenceTarget, run_id: int) -> None:
+    """Called by the reaper once it has decided a run's worker is dead: frees the hardware lock
+    only if that run holds it, never a lock another (live) run has taken since."""
     client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+    name = target_lock_name(target)
     try:
         with contextlib.suppress(redis.RedisError):
-            client.delete(target_lock_name(target))
+            if client.get(name) == lock_token(run_id).encode():
+                client.delete(name)
     finally:
         client.close()
 
@@ -111,17 +118,20 @@ def execute_run(*, run_id: int) -> str:
     run = _claim(run_id)
     if run is None:
         return "skipped"
-    lock = _target_lock(run.target)
-    try:
-        if not lock.acquire():
-            _finish(run, status=LabRun.Status.FAILED, error="Another run held this engine for too long; try again.")
-            return "failed"
-    except redis.RedisError as error:
-        logger.warning("target lock unavailable for run %s: %s", run.pk, error)
-        lock = None
-    heartbeat = _Heartbeat(run.pk, lock)
+    # The heartbeat starts before the lock is taken: a run waiting for its hardware (another
+    # target of the same group is measuring) is alive, and the reaper must not take it for dead.
+    heartbeat = _Heartbeat(run.pk, None)
     heartbeat.start()
+    lock: redis.lock.Lock | None = _target_lock(run.target)
     try:
+        try:
+            if not lock.acquire(token=lock_token(run.pk)):
+                _finish(run, status=LabRun.Status.FAILED, error="Another run held this engine for too long; try again.")
+                return "failed"
+            heartbeat.lock = lock
+        except redis.RedisError as error:
+            logger.warning("target lock unavailable for run %s: %s", run.pk, error)
+            lock = None
         return _measure_steps(run)
     except Exception as error:
         logger.exception("run %s failed", run.pk)

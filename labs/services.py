@@ -145,7 +145,7 @@ def reap_stale_runs() -> dict[str, list[int]]:
                 continue
             from labs.execution import release_dead_lock
 
-            release_dead_lock(target=run.target)
+            release_dead_lock(target=run.target, run_id=run.pk)
             measured = run.requests.count()
             if measured == 0 and run.requeue_count == 0 and not run.cancel_requested:
                 run.status = LabRun.Status.QUEUED

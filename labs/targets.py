@@ -71,7 +71,7 @@ def upsert_target(
     description: str = "",
     model_bytes: dict[str, float] | None = None,
     limits: dict[str, int] | None = None,
-    hardware_group: str = "",
+    hardware_group: str | None = None,
 ) -> InferenceTarget:
     if kind not in InferenceTarget.Kind.values:
         raise ValidationError(f"Unknown kind '{kind}'. Use one of: {', '.join(InferenceTarget.Kind.values)}.")
@@ -86,8 +86,9 @@ def upsert_target(
         "synthetic_text": synthetic_text,
         "description": description,
         "enabled": True,
-        "hardware_group": hardware_group,
     }
+    if hardware_group is not None:  # None keeps what staff set in the admin
+        fields["hardware_group"] = hardware_group
     if model_bytes is not None:
         fields["model_bytes"] = model_bytes
     if hardware is not None:

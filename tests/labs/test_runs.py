@@ -217,3 +217,31 @@ def test_runlab_command_waits_and_prints_the_measurement_schema(scripted_engine,
     assert payload["status"] == "succeeded"
     assert payload["summary"]["ttft_s"]["n"] == 4
     assert {"p50", "p90", "p95", "p99", "mean", "n"} <= set(payload["summary"]["ttft_s"])
+
+
+def test_targets_sharing_hardware_never_measure_at_once_and_a_waiting_run_is_not_reaped(
+    scripted_engine, celery_worker, make_user, settings
+):
+    settings.LAB_HEARTBEAT_STALE_S = 5
+    url = scripted_engine("--ttft-ms", "10", "--gap-ms", "10")
+    first = upsert_target(name="Same box A", kind="vllm", base_url=url, models=["scripted"], hardware_group="box")
+    second = upsert_target(name="Same box B", kind="vllm", base_url=url, models=["scripted"], hardware_group="box")
+    lab = load_lab("ttft-vs-output-length")
+    celery_worker(first.queue_name, extra_env={"LAB_HEARTBEAT_STALE_S": "5"})
+    celery_worker(second.queue_name, extra_env={"LAB_HEARTBEAT_STALE_S": "5"})
+    params = {"max_tokens": [80], "prompt_tokens": 16, "repeats": 12}  # about 10 s of measuring
+    run_a = submit_run(user=make_user("a"), lab=lab, target=first, params=params, prediction="p")
+    wait_for(lambda: RunRequest.objects.filter(run=run_a).exists(), message="run A measuring")
+    run_b = submit_run(user=make_user("b"), lab=lab, target=second, params=params, prediction="p")
+    import time
+
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and LabRun.objects.get(pk=run_a.pk).is_active:
+        # B waits for the hardware: alive (heartbeats), measuring nothing, and not reaped.
+        if LabRun.objects.get(pk=run_b.pk).status == LabRun.Status.RUNNING:
+            assert not RunRequest.objects.filter(run=run_b).exists()
+        assert run_b.pk not in reap_stale_runs()["failed"]
+        time.sleep(0.5)
+    run_a, run_b = finished(run_a), finished(run_b)
+    assert run_a.status == run_b.status == LabRun.Status.SUCCEEDED, (run_a.error, run_b.error)
+    assert run_b.requeue_count == 0

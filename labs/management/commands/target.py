@@ -25,6 +25,10 @@ class Command(BaseCommand):
             help="Catalogue model and precision of the first --model, e.g. llama-3.2-1b:bf16, so labs can show "
             "the decode speed-of-light bound (weight bytes / memory bandwidth)",
         )
+        add.add_argument(
+            "--hardware-group",
+            help="Name shared by targets on one machine (e.g. vLLM and Ollama on one GPU): their runs never overlap",
+        )
         add.add_argument("--api-key", default="")
         add.add_argument(
             "--synthetic-text", action="store_true", help="Generated model: real timings, meaningless words"
@@ -60,6 +64,7 @@ class Command(BaseCommand):
                 api_key=options["api_key"],
                 synthetic_text=options["synthetic_text"],
                 model_bytes=model_bytes,
+                hardware_group=options["hardware_group"],
             )
         except ValidationError as error:
             raise CommandError("; ".join(error.messages)) from None
