@@ -96,3 +96,32 @@ def test_labs_show_their_lessons_on_the_local_engine(local_targets, user, capsys
         "repeats=3",
     )
     assert steps["shared_prefix=1"]["ttft_s"]["p50"] < 0.6 * steps["shared_prefix=0"]["ttft_s"]["p50"]
+
+
+def test_the_other_labs_run_to_a_result_with_findings_on_the_local_engine(local_targets, user, capsys):
+    serial, batched = local_targets["serial"], local_targets["batched"]
+    # Lab 3: one step at concurrency 1, against this machine's bound (no model bytes here: the
+    # finding says so instead of inventing a bound).
+    steps = runlab(capsys, "decode-speed-of-light", serial, user, "max_tokens=32", "prompt_tokens=16", "repeats=2")
+    assert steps["run"]["tpot_s"]["p50"] > 0
+    # Lab 5: mixed load on the batched engine; every concurrency step measured.
+    steps = runlab(capsys, "continuous-batching", batched, user, "concurrency=1,4", "max_tokens=24", "prompt_tokens=32")
+    assert set(steps) == {"concurrency=1", "concurrency=4"}
+    assert steps["concurrency=4"]["peak_concurrency"] >= 2
+    # Lab 7: open-loop Poisson arrivals at two rates with SLOs: goodput is reported per rate.
+    steps = runlab(
+        capsys,
+        "open-loop-slo",
+        batched,
+        user,
+        "rate_rpm=120,600",
+        "repeats=10",
+        "max_tokens=16",
+        "prompt_tokens=32",
+        "slo_ttft_ms=2000",
+        "slo_tpot_ms=200",
+    )
+    assert all(step["goodput"] is not None for step in steps.values())
+    # Lab 8: swept over the models the target serves.
+    steps = runlab(capsys, "quantization", serial, user, "max_tokens=16", "prompt_tokens=32", "repeats=1")
+    assert set(steps) == {f"model={MODEL}"}

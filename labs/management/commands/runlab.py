@@ -51,7 +51,13 @@ class Command(BaseCommand):
             data[f"param_{key}"] = value
         form = RunForm(data=data, lab=lab)
         if not form.is_valid():
-            raise CommandError("; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items()))
+            raise CommandError(
+                "; ".join(
+                    f"{field.removeprefix('param_')} ({form.fields[field].label if field in form.fields else 'form'}): "
+                    f"{' '.join(errors)}"
+                    for field, errors in form.errors.items()
+                )
+            )
         try:
             run = submit_run(
                 user=user, lab=lab, target=target, params=form.params, prediction=form.cleaned_data["prediction"]
