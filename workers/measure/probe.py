@@ -95,16 +95,16 @@ async def probe(
 ) -> ProbeResult:
     started = time.perf_counter()
     result = ProbeResult(base_url=base_url.rstrip("/"))
-    placeholder = TargetSpec(
+    unprobed_target = TargetSpec(
         base_url=base_url,
         api=Api(api or Api.OPENAI_COMPLETIONS),
         model=model or "probe",
         api_key=api_key,
         verify_tls=verify_tls,
     )
-    headers = placeholder.request_headers()
+    headers = unprobed_target.request_headers()
     async with httpx.AsyncClient(timeout=timeout_s, headers=headers, verify=verify_tls) as http:
-        url = placeholder.url
+        url = unprobed_target.url
         models, tags, ollama_version, vllm_version, props, metrics = await asyncio.gather(
             _get_json(http, url("/v1/models")),
             _get_json(http, url("/api/tags")),
@@ -145,7 +145,7 @@ async def probe(
         else:
             target = TargetSpec(
                 base_url=base_url,
-                api=placeholder.api,
+                api=unprobed_target.api,
                 model=chosen,
                 api_key=api_key,
                 verify_tls=verify_tls,
