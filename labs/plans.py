@@ -87,7 +87,9 @@ def build_steps(*, plan: dict, params: dict[str, Any], models: list[str], limits
                 else int(merged.get("concurrency", limits.get("max_concurrency", 64))),
                 rate=rate,
                 arrival=str(plan.get("arrival", "poisson")),
-                warmup=int(plan.get("warmup", 1)) if index == 0 else 0,
+                # A model sweep loads a different model at each step: each gets its own warm-up,
+                # so no step's first request pays for loading weights.
+                warmup=int(plan.get("warmup", 1)) if index == 0 or sweep == "model" else 0,
                 ignore_eos=bool(plan.get("ignore_eos", True)),
                 seed=int(merged.get("seed", 0)) + index,
                 shared_prefix_tokens=shared_prefix,
