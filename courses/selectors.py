@@ -93,28 +93,20 @@ def lesson_neighbours(*, lesson: Lesson) -> tuple[Lesson | None, Lesson | None]:
     return previous, following
 
 
-def module_progress(*, user: AbstractBaseUser, module: Module) -> Progress:
-    counts = (
-        Lesson.objects.live()
-        .filter(module=module)
-        .aggregate(
-            total=Count("id"),
-            done=Count("id", filter=Q(progress__user=user, progress__completed_at__isnull=False)),
-        )
+def _progress(*, user: AbstractBaseUser, lessons) -> Progress:
+    counts = lessons.aggregate(
+        total=Count("id"),
+        done=Count("id", filter=Q(progress__user=user, progress__completed_at__isnull=False)),
     )
     return Progress(done=counts["done"], total=counts["total"])
+
+
+def module_progress(*, user: AbstractBaseUser, module: Module) -> Progress:
+    return _progress(user=user, lessons=Lesson.objects.live().filter(module=module))
 
 
 def course_progress(*, user: AbstractBaseUser, course: Course) -> Progress:
-    counts = (
-        Lesson.objects.live()
-        .filter(module__course=course)
-        .aggregate(
-            total=Count("id"),
-            done=Count("id", filter=Q(progress__user=user, progress__completed_at__isnull=False)),
-        )
-    )
-    return Progress(done=counts["done"], total=counts["total"])
+    return _progress(user=user, lessons=Lesson.objects.live().filter(module__course=course))
 
 
 # Rendered lessons are immutable for a given content hash, so each process keeps them in memory

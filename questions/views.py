@@ -47,14 +47,15 @@ def _criteria_rows(*, rubric: list[dict], result: dict) -> list[dict]:
 
 def _question_context(request: HttpRequest, question: Question, *, form=None, follow_up_forms=None) -> dict:
     user = request.user
+    # One query for all of the learner's attempts at this question, main answer and follow-ups.
+    attempts = list(selectors.attempts_for(user=user, question=question)) if user.is_authenticated else []
+    latest_by_follow_up: dict[str, Attempt] = {}
+    for attempt in attempts:  # newest first
+        latest_by_follow_up.setdefault(attempt.follow_up, attempt)
+    latest = latest_by_follow_up.get("")
     follow_ups = []
-    latest = None
-    if user.is_authenticated:
-        latest = selectors.attempts_for(user=user, question=question, follow_up="").first()
     for item in question.spec.get("follow_ups", []):
-        follow_up_latest = None
-        if user.is_authenticated:
-            follow_up_latest = selectors.attempts_for(user=user, question=question, follow_up=item["slug"]).first()
+        follow_up_latest = latest_by_follow_up.get(item["slug"])
         follow_ups.append(
             {
                 "spec": item,
@@ -72,11 +73,9 @@ def _question_context(request: HttpRequest, question: Question, *, form=None, fo
         "form": form or _answer_form(question),
         "latest": latest,
         "rows": _criteria_rows(rubric=question.spec.get("rubric", []), result=latest.result) if latest else [],
-        "show_model_answer": selectors.may_see_model_answer(user=user, question=question),
+        "show_model_answer": latest is not None or selectors.may_see_model_answer(user=user, question=question),
         "follow_ups": follow_ups,
-        "history": selectors.attempts_for(user=user, question=question, follow_up="")[:10]
-        if user.is_authenticated
-        else [],
+        "history": [attempt for attempt in attempts if not attempt.follow_up][:10],
         "lesson_link": lesson_ref_link(ref=question.lesson_ref) if question.lesson_ref else None,
         "lab": lab,
     }
