@@ -198,6 +198,8 @@ GRADING_JUDGE_TIMEOUT_S = env_int("GRADING_JUDGE_TIMEOUT_S", default=20, minimum
 LAB_HEARTBEAT_S = env_int("LAB_HEARTBEAT_S", default=5, minimum=1)
 LAB_HEARTBEAT_STALE_S = env_int("LAB_HEARTBEAT_STALE_S", default=45, minimum=5)
 LAB_REDISPATCH_AFTER_S = env_int("LAB_REDISPATCH_AFTER_S", default=60, minimum=5)
+# How often beat runs the reaper (stale runs, lost broker messages, judge opinions that never came).
+LAB_REAPER_EVERY_S = env_int("LAB_REAPER_EVERY_S", default=20, minimum=1)
 CELERY_BEAT_SCHEDULE = {
-    "reap-stale-runs": {"task": "workers.tasks.reap_stale_runs", "schedule": 20.0},
+    "reap-stale-runs": {"task": "workers.tasks.reap_stale_runs", "schedule": float(LAB_REAPER_EVERY_S)},
 }

@@ -7,6 +7,7 @@ from core import views as core_views
 urlpatterns = [
     path("", core_views.home, name="home"),
     path("healthz", core_views.healthz, name="healthz"),
+    path("favicon.ico", core_views.favicon, name="favicon"),
     path("glossary/", core_views.glossary, name="glossary"),
     path(
         "accounts/login/",

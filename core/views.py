@@ -1,5 +1,6 @@
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.templatetags.static import static
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
@@ -19,6 +20,12 @@ def home(request: HttpRequest) -> HttpResponse:
 def healthz(request: HttpRequest) -> JsonResponse:
     healthy, report = health_report(deep=request.GET.get("deep") == "1")
     return JsonResponse(report, status=200 if healthy else 503)
+
+
+@require_GET
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Browsers ask for /favicon.ico on pages that name no icon (the admin, exports)."""
+    return redirect(static("favicon.svg"), permanent=True)
 
 
 @require_GET

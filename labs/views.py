@@ -177,7 +177,9 @@ def compare(request: HttpRequest) -> HttpResponse:
 @staff_member_required
 @require_GET
 def queue_dashboard(request: HttpRequest) -> HttpResponse:
-    return render(request, "labs/queue.html", selectors.queue_dashboard())
+    # The page polls itself with htmx, so staff watch runs move without reloading.
+    template = "labs/queue.html#queue-panel" if request.htmx else "labs/queue.html"
+    return render(request, template, selectors.queue_dashboard())
 
 
 @login_required

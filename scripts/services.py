@@ -117,6 +117,26 @@ def worker_commands(*, python: str) -> list[tuple[str, list[str]]]:
     return commands
 
 
+def web_command(*, python: str, host: str, port: int) -> list[str]:
+    """gunicorn as `make run` serves the site; the browser tests start the very same command."""
+    return [
+        python,
+        "-m",
+        "gunicorn",
+        "config.wsgi",
+        "--bind",
+        f"{host}:{port}",
+        "--workers",
+        "2",
+        "--threads",
+        "4",
+        "--access-logfile",
+        "-",
+        "--graceful-timeout",
+        "5",
+    ]
+
+
 def _wait_for_engines(engine: Child, *, env: dict[str, str], timeout_s: float = 1800.0) -> None:
     """Wait until both local llama.cpp targets answer /health (the first start builds
     llama-server, several minutes on 2 cores)."""
@@ -188,28 +208,7 @@ def run(*, host: str, port: int, with_web: bool, with_workers: bool, with_engine
             for name, argv in worker_commands(python=python):
                 children.append(_spawn(name, argv, env))
         if with_web:
-            children.append(
-                _spawn(
-                    "web",
-                    [
-                        python,
-                        "-m",
-                        "gunicorn",
-                        "config.wsgi",
-                        "--bind",
-                        f"{host}:{port}",
-                        "--workers",
-                        "2",
-                        "--threads",
-                        "4",
-                        "--access-logfile",
-                        "-",
-                        "--graceful-timeout",
-                        "5",
-                    ],
-                    env,
-                )
-            )
+            children.append(_spawn("web", web_command(python=python, host=host, port=port), env))
             print(f"\nPrefill is running: http://{host}:{port}/   (Ctrl-C stops everything)\n", flush=True)
         while True:
             for child in children:

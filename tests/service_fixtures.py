@@ -1,5 +1,5 @@
-"""Real parts for lab tests: a scripted engine process and Celery worker processes that share the
-test database and a private Redis broker."""
+"""Real parts for tests: the site under gunicorn, a scripted engine process, the local llama.cpp
+engine, and Celery worker and beat processes, all sharing the test database and a private Redis."""
 
 import os
 import signal
@@ -13,7 +13,10 @@ import pytest
 from django.db import connection
 
 from config.celery import app as celery_app
+from scripts.services import web_command
 from tests.conftest import ROOT, free_port
+
+OUTPUT = ROOT / "test-output"
 
 
 def worker_database_url() -> str:
@@ -83,21 +86,92 @@ def _switch_broker(url: str) -> None:
     celery_app.conf.broker_url = url
 
 
+def service_env(*, redis_url: str, **extra: str) -> dict[str, str]:
+    """The environment of a site process started by a test: the test database, the given Redis,
+    the test's own cache namespace, the real settings module."""
+    from django.conf import settings
+
+    env = {
+        **os.environ,
+        "DATABASE_URL": worker_database_url(),
+        "REDIS_URL": redis_url,
+        "CACHE_KEY_PREFIX": settings.CACHES["default"]["KEY_PREFIX"],
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        **extra,
+    }
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    return env
+
+
+def stop_process_group(process: subprocess.Popen, *, grace_s: float = 15.0) -> None:
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+@pytest.fixture(scope="session")
+def collected_static():
+    """The site serves collected, hashed static files when DEBUG is off, as in a deployment."""
+    subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"],
+        cwd=ROOT,
+        env={**os.environ, "DEBUG": "false", "DJANGO_SETTINGS_MODULE": "config.settings"},
+        check=True,
+    )
+
+
+class LiveSite:
+    def __init__(self, *, url: str, process: subprocess.Popen, log_path: Path) -> None:
+        self.url, self.process, self.log_path = url, process, log_path
+
+    def log_tail(self, lines: int = 40) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+
+@pytest.fixture
+def live_site(request, broker, collected_static, transactional_db):
+    """The real site: gunicorn started with `make run`'s own command line and DEBUG off, on the
+    test database and the private Redis that the test's Celery workers use as their broker."""
+    port = free_port()
+    OUTPUT.mkdir(exist_ok=True)
+    log_path = OUTPUT / f"{request.node.name[:120]}-web.log"
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            web_command(python=sys.executable, host="127.0.0.1", port=port),
+            cwd=ROOT,
+            env=service_env(redis_url=broker["url"], DEBUG="false"),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    site = LiveSite(url=f"http://127.0.0.1:{port}", process=process, log_path=log_path)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{site.url}/healthz", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            stop_process_group(process)
+            pytest.fail(f"gunicorn did not serve /healthz:\n{site.log_tail()}")
+        time.sleep(0.1)
+    yield site
+    stop_process_group(process)
+
+
 @pytest.fixture
 def celery_worker(broker):
     """Start real `celery worker` processes consuming the given queues."""
     workers: list[subprocess.Popen] = []
 
     def start(*queues: str, extra_env: dict | None = None) -> subprocess.Popen:
-        env = {
-            **os.environ,
-            "DATABASE_URL": worker_database_url(),
-            "REDIS_URL": broker["url"],
-            "DJANGO_SETTINGS_MODULE": "config.settings",
-            "LAB_HEARTBEAT_S": "1",
-            **(extra_env or {}),
-        }
-        env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        env = service_env(redis_url=broker["url"], LAB_HEARTBEAT_S="1", **(extra_env or {}))
         process = subprocess.Popen(
             [
                 sys.executable,
@@ -126,13 +200,7 @@ def celery_worker(broker):
 
     yield start
     for process in workers:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        stop_process_group(process)
 
 
 def wait_for(predicate, *, timeout_s: float = 60.0, interval_s: float = 0.2, message: str = "condition"):
@@ -143,3 +211,61 @@ def wait_for(predicate, *, timeout_s: float = 60.0, interval_s: float = 0.2, mes
             return value
         time.sleep(interval_s)
     pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {message}")
+
+
+@pytest.fixture
+def celery_beat(broker):
+    """Start the real beat scheduler, so the reaper runs on its own schedule as in production."""
+    processes: list[subprocess.Popen] = []
+
+    def start(*, every_s: float = 1.0, schedule_dir: Path) -> subprocess.Popen:
+        env = service_env(redis_url=broker["url"], LAB_REAPER_EVERY_S=str(every_s))
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "beat",
+                "--loglevel",
+                "WARNING",
+                "-s",
+                str(schedule_dir / "celerybeat-schedule"),
+            ],
+            cwd=ROOT,
+            env=env,
+            start_new_session=True,
+        )
+        processes.append(process)
+        return process
+
+    yield start
+    for process in processes:
+        stop_process_group(process)
+
+
+@pytest.fixture
+def local_engines(tmp_path):
+    """Both local llama.cpp targets (serial and batched) on free ports with the smallest model.
+
+    One thread per server: on 2 shared cores, two spinning threads stall whenever one is
+    descheduled; the lessons the tests check hold at any speed.
+    """
+    from engines.llamacpp.build import BuildError, ensure_llama_server
+    from engines.local import start_local_engines
+
+    try:
+        ensure_llama_server()
+    except BuildError as error:
+        pytest.fail(f"llama-server is needed for the local engine and could not be built: {error}")
+    engines = start_local_engines(
+        serial_url=f"http://127.0.0.1:{free_port()}",
+        batched_url=f"http://127.0.0.1:{free_port()}",
+        sizes=("60m",),
+        precisions=("f16",),
+        threads=1,
+        log_dir=tmp_path,
+    )
+    yield engines
+    engines.stop()

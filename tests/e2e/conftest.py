@@ -1,11 +1,11 @@
-"""Browser tests: Playwright driving Debian's chromium against the live test server.
+"""Browser journeys: Playwright driving Debian's chromium against the real site under gunicorn
+(`live_site`, started with `make run`'s command line, DEBUG off, collected static files).
 
-Every page load is watched: a console error or a failed request fails the test. Each test saves a
-screenshot of its last page under test-output/e2e/.
+Every page load is watched: a console error, a failed request or a 5xx fails the test. Each test
+saves a screenshot of its last page under test-output/e2e/.
 """
 
 import os
-from pathlib import Path
 
 import pytest
 
@@ -20,6 +20,34 @@ os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
 # Module scope, not session: Playwright's sync API keeps an asyncio loop running on this thread
 # while it is open, and later tests (the measurement library's) call asyncio.run().
+PASSWORD = "prefill-decode-bandwidth-9"
+
+
+@pytest.fixture(autouse=True)
+def site_password_hashers(settings):
+    """Users made here must log in through gunicorn, which knows only the real hashers (the test
+    settings hash with MD5 for speed)."""
+    from django.conf import global_settings
+
+    settings.PASSWORD_HASHERS = global_settings.PASSWORD_HASHERS
+
+
+@pytest.fixture
+def course(transactional_db):
+    """The repository's real content: lessons with figures and calculators, the question bank, labs."""
+    from django.core.management import call_command
+
+    call_command("sync_content", verbosity=0)
+
+
+def log_in(page, site_url: str, *, username: str, password: str = PASSWORD) -> None:
+    page.goto(f"{site_url}/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(f"{site_url}/accounts/me/")
+
+
 @pytest.fixture(scope="module")
 def browser():
     path = chromium_path()
@@ -45,9 +73,8 @@ def browser():
         browser.close()
 
 
-@pytest.fixture
-def page(browser, request):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+def watched_page(context):
+    """A page whose console errors, failed requests and 5xx answers are collected in .problems."""
     page = context.new_page()
     problems: list[str] = []
     page.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}") if msg.type == "error" else None)
@@ -67,10 +94,33 @@ def page(browser, request):
         lambda response: problems.append(f"HTTP {response.status}: {response.url}") if response.status >= 500 else None,
     )
     page.problems = problems
-    yield page
+    return page
+
+
+@pytest.fixture
+def open_page(browser, request):
+    """Open watched pages, each in a browser context of its own (a second person at another
+    computer); at the end every page is screenshotted and any problem it saw fails the test."""
+    opened = []
+
+    def open_one():
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        opened.append((context, watched_page(context)))
+        return opened[-1][1]
+
+    yield open_one
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    try:
-        page.screenshot(path=str(Path(SCREENSHOTS) / f"{request.node.name}.png"), full_page=True)
-    finally:
-        context.close()
+    problems = []
+    for number, (context, page) in enumerate(opened):
+        suffix = "" if number == 0 else f"-{number + 1}"
+        try:
+            page.screenshot(path=str(SCREENSHOTS / f"{request.node.name}{suffix}.png"), full_page=True)
+        finally:
+            context.close()
+        problems.extend(page.problems)
     assert not problems, "browser saw problems:\n" + "\n".join(problems)
+
+
+@pytest.fixture
+def page(open_page):
+    return open_page()

@@ -7,11 +7,8 @@ import json
 import pytest
 from django.core.management import call_command
 
-from engines.llamacpp.build import BuildError, ensure_llama_server
-from engines.local import start_local_engines
 from labs.content_sync import sync_labs
 from labs.targets import upsert_target
-from tests.conftest import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -19,30 +16,13 @@ MODEL = "prefill-60m-f16"
 
 
 @pytest.fixture
-def local_targets(tmp_path, settings, celery_worker):
-    try:
-        ensure_llama_server()
-    except BuildError as error:
-        pytest.fail(f"llama-server is needed for the local labs and could not be built: {error}")
-    # One thread per server: on 2 shared cores, two spinning threads stall whenever one is
-    # descheduled; the lessons below hold at any speed.
-    engines = start_local_engines(
-        serial_url=f"http://127.0.0.1:{free_port()}",
-        batched_url=f"http://127.0.0.1:{free_port()}",
-        sizes=("60m",),
-        precisions=("f16",),
-        threads=1,
-        log_dir=tmp_path,
-    )
-    try:
-        sync_labs(content_dir=settings.BASE_DIR / "labs" / "content")
-        common = {"kind": "llamacpp", "models": [MODEL], "synthetic_text": True, "hardware_group": "local-cpu"}
-        serial = upsert_target(name="Local serial", base_url=engines.serial.url, **common)
-        batched = upsert_target(name="Local batched", base_url=engines.batched.url, **common)
-        celery_worker(serial.queue_name, batched.queue_name)
-        yield {"serial": serial, "batched": batched}
-    finally:
-        engines.stop()
+def local_targets(local_engines, settings, celery_worker):
+    sync_labs(content_dir=settings.BASE_DIR / "labs" / "content")
+    common = {"kind": "llamacpp", "models": [MODEL], "synthetic_text": True, "hardware_group": "local-cpu"}
+    serial = upsert_target(name="Local serial", base_url=local_engines.serial.url, **common)
+    batched = upsert_target(name="Local batched", base_url=local_engines.batched.url, **common)
+    celery_worker(serial.queue_name, batched.queue_name)
+    return {"serial": serial, "batched": batched}
 
 
 def runlab(capsys, lab: str, target, user, *params: str) -> dict:
