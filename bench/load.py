@@ -62,6 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._server import (
     PYTHON,
     BenchSite,
+    Child,
     bench_site,
     free_port,
     percentile,
@@ -382,7 +383,9 @@ def session_key_for(*, user: Any) -> str:
     from django.test import Client
 
     browser = Client()
-    browser.force_login(user)
+    # Named, because the first configured backend may be one (django-axes) that only guards
+    # logins and cannot load a user back from a session.
+    browser.force_login(user, backend="django.contrib.auth.backends.ModelBackend")
     return browser.cookies[settings.SESSION_COOKIE_NAME].value
 
 
@@ -667,7 +670,7 @@ def warm_up(*, base_url: str, content: Content, session_key: str, run_url: str, 
     asyncio.run(all_of_them())
 
 
-def warm_worker(*, target: Any, content: Content) -> Any:
+def warm_worker(*, target: Any, content: Content, worker: Child) -> Any:
     """One untimed run, so the worker's first-run imports and the ETA's history are in place.
     Returns the run (its owner warms the pages up)."""
     from django.contrib.auth import get_user_model
@@ -688,8 +691,10 @@ def warm_worker(*, target: Any, content: Content) -> Any:
             if run.status != LabRun.Status.SUCCEEDED:
                 raise RuntimeError(f"the warm-up run ended {run.status}: {run.error}")
             return run
+        if worker.process.poll() is not None:
+            raise RuntimeError(f"the worker exited with code {worker.process.returncode}:\n{worker.log_tail()}")
         time.sleep(0.1)
-    raise RuntimeError("the warm-up run did not finish within 120 s")
+    raise RuntimeError(f"the warm-up run is still {run.status} after 120 s; the worker's log:\n{worker.log_tail()}")
 
 
 def measure(*, args: argparse.Namespace, site: BenchSite, log: Callable[[str], None]) -> dict[str, Any]:
@@ -731,7 +736,7 @@ def measure(*, args: argparse.Namespace, site: BenchSite, log: Callable[[str], N
     content = load_content(target_pk=target.pk)
     engine_s, requests_per_run = expected_engine_s(target=target, content=content)
     log("warming up gunicorn and the worker (untimed)…")
-    warm_run = warm_worker(target=target, content=content)
+    warm_run = warm_worker(target=target, content=content, worker=worker)
     warm_up(
         base_url=base_url,
         content=content,
