@@ -77,7 +77,9 @@ DATABASE_URL = env_url(
     schemes=("sqlite", "postgres", "postgresql", "pgsql"),
 )
 try:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    # Persistent connections are checked before each request reuses them, so the first request
+    # after a database restart gets a fresh connection instead of an error.
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
 except ValueError as error:
     raise ConfigError(f"DATABASE_URL could not be parsed: {error}") from None
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -93,10 +95,13 @@ REDIS_URL = env_url("REDIS_URL", default="redis://127.0.0.1:6379/0", schemes=("r
 
 CACHES = {
     "default": {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        # Redis, but a Redis outage makes the cache miss instead of failing the page (core/cache.py).
+        "BACKEND": "core.cache.ForgivingRedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", default="prefill"),
         "TIMEOUT": 60 * 60 * 24,
+        # A Redis that hangs must not hang pages: give up on it quickly and render without it.
+        "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 2},
     },
 }
 
@@ -198,8 +203,12 @@ GRADING_JUDGE_TIMEOUT_S = env_int("GRADING_JUDGE_TIMEOUT_S", default=20, minimum
 LAB_HEARTBEAT_S = env_int("LAB_HEARTBEAT_S", default=5, minimum=1)
 LAB_HEARTBEAT_STALE_S = env_int("LAB_HEARTBEAT_STALE_S", default=45, minimum=5)
 LAB_REDISPATCH_AFTER_S = env_int("LAB_REDISPATCH_AFTER_S", default=60, minimum=5)
+# How long a running lab waits for the database to come back (a restart, a failover) before it
+# gives up on writing; it keeps measuring meanwhile and writes what it measured afterwards.
+LAB_DATABASE_PATIENCE_S = env_int("LAB_DATABASE_PATIENCE_S", default=120, minimum=1)
 # How often beat runs the reaper (stale runs, lost broker messages, judge opinions that never came).
 LAB_REAPER_EVERY_S = env_int("LAB_REAPER_EVERY_S", default=20, minimum=1)
 CELERY_BEAT_SCHEDULE = {
     "reap-stale-runs": {"task": "workers.tasks.reap_stale_runs", "schedule": float(LAB_REAPER_EVERY_S)},
+    "settle-stale-judgements": {"task": "workers.tasks.settle_stale_judgements", "schedule": 60.0},
 }

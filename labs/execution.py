@@ -3,16 +3,23 @@
 Called by the Celery task. The database is the source of truth: the run's status, heartbeat,
 progress and each measured request are written as they happen, so a crash loses nothing that
 was measured and the reaper can tell a dead worker from a slow engine.
+
+The database may go away for a moment mid-run (a PostgreSQL restart, a failover). Measuring goes
+on: a progress write that fails is skipped (every request is written again when its step ends),
+and the writes that matter (a step's requests, the summary, the final status) wait for the
+database for up to LAB_DATABASE_PATIENCE_S, on a fresh connection.
 """
 
 import contextlib
 import logging
 import threading
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 import redis
 from django.conf import settings
-from django.db import close_old_connections, transaction
+from django.db import DatabaseError, InterfaceError, OperationalError, close_old_connections, connection, transaction
 from django.utils import timezone
 
 from labs.models import InferenceTarget, LabRun, RunRequest
@@ -22,6 +29,42 @@ from workers.measure import Capabilities, RequestRecord, TargetSpec, measure
 from workers.measure.metrics import summarize
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+# What a lost or restarting database raises; anything else is a real error.
+DATABASE_GONE = (OperationalError, InterfaceError)
+
+
+def _drop_connection() -> None:
+    """Forget this thread's broken connection, so the next query opens a fresh one (Django does
+    not reconnect on its own in the middle of a task)."""
+    with contextlib.suppress(DatabaseError):
+        connection.close()
+
+
+def _patiently(write: Callable[[], T], *, what: str) -> T:
+    """Run a database write, retrying on a fresh connection while the database is away."""
+    deadline = time.monotonic() + settings.LAB_DATABASE_PATIENCE_S
+    delay = 0.2
+    while True:
+        try:
+            return write()
+        except DATABASE_GONE as error:
+            _drop_connection()
+            if time.monotonic() + delay > deadline:
+                raise
+            logger.warning("database unavailable while %s (%s); retrying in %.1f s", what, error, delay)
+            time.sleep(delay)
+            delay = min(2 * delay, 2.0)
+
+
+def _if_database_answers(write: Callable[[], T], *, default: T) -> T:
+    """One try, for writes the run can do without (progress, heartbeats): never stall measuring."""
+    try:
+        return write()
+    except DATABASE_GONE:
+        _drop_connection()
+        return default
 
 
 def target_spec(*, target: InferenceTarget, model: str) -> TargetSpec:
@@ -47,7 +90,12 @@ class _Heartbeat(threading.Thread):
     def run(self) -> None:
         try:
             while not self.stopped.wait(settings.LAB_HEARTBEAT_S):
-                LabRun.objects.filter(pk=self.run_id, status=LabRun.Status.RUNNING).update(heartbeat_at=timezone.now())
+                _if_database_answers(
+                    lambda: LabRun.objects.filter(pk=self.run_id, status=LabRun.Status.RUNNING).update(
+                        heartbeat_at=timezone.now()
+                    ),
+                    default=0,
+                )
                 if self.lock is not None:
                     # The lock lives only as long as heartbeats keep it: a killed worker frees
                     # its target within LAB_HEARTBEAT_STALE_S instead of blocking it for a run's length.
@@ -171,7 +219,9 @@ def _measure_steps(run: LabRun) -> str:
         now = time.monotonic()
         if now - state["cancel_checked"] >= 0.3:
             state["cancel_checked"] = now
-            state["cancelled"] = LabRun.objects.filter(pk=run.pk, cancel_requested=True).exists()
+            state["cancelled"] = _if_database_answers(
+                lambda: LabRun.objects.filter(pk=run.pk, cancel_requested=True).exists(), default=state["cancelled"]
+            )
         return state["cancelled"]
 
     for step in steps:
@@ -181,22 +231,29 @@ def _measure_steps(run: LabRun) -> str:
 
         def on_progress(progress, step: Step = step, base_index: int = base_index) -> None:
             record: RequestRecord = progress.record
-            _store_request(run=run, record=record, index=base_index + record.index, step=step)
+            # Skipped while the database is away: the step's end writes every request again.
+            _if_database_answers(
+                lambda: _store_request(run=run, record=record, index=base_index + record.index, step=step),
+                default=None,
+            )
             if not record.warmup:
                 state["done"] += 1
                 state["tokens"] += record.output_tokens or 0
             now = time.monotonic()
             if now - state["last_write"] >= 0.25:
                 state["last_write"] = now
-                LabRun.objects.filter(pk=run.pk).update(
-                    heartbeat_at=timezone.now(),
-                    progress={
-                        "done": state["done"],
-                        "total": total,
-                        "tokens": state["tokens"],
-                        "elapsed_s": round(now - started, 2),
-                        "step": step.key,
-                    },
+                _if_database_answers(
+                    lambda: LabRun.objects.filter(pk=run.pk).update(
+                        heartbeat_at=timezone.now(),
+                        progress={
+                            "done": state["done"],
+                            "total": total,
+                            "tokens": state["tokens"],
+                            "elapsed_s": round(now - started, 2),
+                            "step": step.key,
+                        },
+                    ),
+                    default=0,
                 )
 
         result = measure(
@@ -206,9 +263,14 @@ def _measure_steps(run: LabRun) -> str:
             cancel=cancelled,
         )
         offset = base_index + len(result.requests)
-        # Requests the progress callback did not see (cancelled before sending) are stored too.
-        for record in result.requests:
-            _store_request(run=run, record=record, index=base_index + record.index, step=step)
+
+        # Every request again: those the progress callback did not see (cancelled before
+        # sending) and those it could not write (the database was away).
+        def store_step(result=result, step: Step = step, base_index: int = base_index) -> None:
+            for record in result.requests:
+                _store_request(run=run, record=record, index=base_index + record.index, step=step)
+
+        _patiently(store_step, what=f"storing step {step.key} of run {run.pk}")
         step_summaries.append(
             {
                 "key": step.key,
@@ -230,8 +292,10 @@ def _measure_steps(run: LabRun) -> str:
             run.result_meta.setdefault("server_metrics", {})[step.key] = result.server_metrics
 
     run.result_meta["notes"] = sorted(set(notes))
-    run.save(update_fields=["result_meta"])
-    summary = finalise_summary(run=run, step_summaries=step_summaries)
+    _patiently(lambda: run.save(update_fields=["result_meta"]), what=f"saving run {run.pk}")
+    summary = _patiently(
+        lambda: finalise_summary(run=run, step_summaries=step_summaries), what=f"summarising run {run.pk}"
+    )
     succeeded = summary["overall"]["requests"]["succeeded"]
     if state["cancelled"]:
         _finish(
@@ -239,7 +303,7 @@ def _measure_steps(run: LabRun) -> str:
         )
         return "cancelled"
     if succeeded == 0:
-        _finish(run, status=LabRun.Status.FAILED, error=_first_error(run))
+        _finish(run, status=LabRun.Status.FAILED, error=_patiently(lambda: _first_error(run), what="reading errors"))
         return "failed"
     _finish(run, status=LabRun.Status.SUCCEEDED, error="")
     _predraw_charts(run_id=run.pk)
@@ -339,7 +403,10 @@ def _first_error(run: LabRun) -> str:
 
 
 def _finish(run: LabRun, *, status: str, error: str) -> None:
-    LabRun.objects.filter(pk=run.pk).update(
-        status=status, error=error, finished_at=timezone.now(), heartbeat_at=timezone.now()
+    _patiently(
+        lambda: LabRun.objects.filter(pk=run.pk).update(
+            status=status, error=error, finished_at=timezone.now(), heartbeat_at=timezone.now()
+        ),
+        what=f"finishing run {run.pk}",
     )
     run.status, run.error = status, error

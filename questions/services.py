@@ -1,12 +1,14 @@
 """Write-side logic for practice: grading an answer into an Attempt, reveals, rate limits."""
 
 import time
+from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils import timezone
 
 from questions.grading import grade
 from questions.grading.judge import combine, judge
@@ -136,6 +138,26 @@ def apply_judge(*, attempt_id: int) -> Attempt:
     Attempt.objects.filter(pk=attempt.pk).update(**fields)
     attempt.refresh_from_db()
     return attempt
+
+
+# An opinion that has not come after this many judge timeouts is not coming: its message was lost
+# (a Redis restart) or its worker died. The rubric's result, stored with the attempt, stands.
+JUDGE_GIVE_UP_AFTER_TIMEOUTS = 3
+JUDGE_LOST_MESSAGE = "The second opinion did not arrive (its worker or message was lost); the rubric result stands."
+
+
+def settle_stale_judgements() -> list[int]:
+    """Move attempts that wait for the LLM judge too long to FAILED, so none waits forever."""
+    cutoff = timezone.now() - timedelta(seconds=JUDGE_GIVE_UP_AFTER_TIMEOUTS * settings.GRADING_JUDGE_TIMEOUT_S + 30)
+    stale = list(
+        Attempt.objects.filter(judge_status=Attempt.JudgeStatus.PENDING, created_at__lt=cutoff).values_list(
+            "pk", flat=True
+        )
+    )
+    Attempt.objects.filter(pk__in=stale, judge_status=Attempt.JudgeStatus.PENDING).update(
+        judge_status=Attempt.JudgeStatus.FAILED, judge_result={"ok": False, "error": JUDGE_LOST_MESSAGE}
+    )
+    return stale
 
 
 def reveal_model_answer(*, user: AbstractBaseUser, question: Question) -> None:

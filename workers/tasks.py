@@ -35,6 +35,13 @@ def reap_stale_runs() -> dict[str, list[int]]:
     return reap()
 
 
+@shared_task(name="workers.tasks.settle_stale_judgements", ignore_result=True)
+def settle_stale_judgements() -> list[int]:
+    from questions.services import settle_stale_judgements as settle
+
+    return settle()
+
+
 @shared_task(name="workers.tasks.probe_target", ignore_result=True)
 def probe_target(*, target_id: int) -> None:
     from labs.targets import probe_and_record

@@ -6,6 +6,7 @@ saves a screenshot of its last page under test-output/e2e/.
 """
 
 import os
+import re
 
 import pytest
 
@@ -21,6 +22,8 @@ os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 # Module scope, not session: Playwright's sync API keeps an asyncio loop running on this thread
 # while it is open, and later tests (the measurement library's) call asyncio.run().
 PASSWORD = "prefill-decode-bandwidth-9"
+# A run's page, also when the browser carries the form's #fragment across the redirect.
+RUN_PAGE = re.compile(r".*/labs/runs/\d+/(#.*)?$")
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,7 @@ view once a run has finished."""
 import pytest
 
 from labs.models import InferenceTarget, LabRun
-from tests.e2e.conftest import log_in
+from tests.e2e.conftest import RUN_PAGE, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -20,7 +20,7 @@ def queue_a_run(page, site_url: str) -> None:
     page.get_by_label("Prompt length (tokens)").fill("32")
     page.get_by_label("Requests per length").fill("2")
     page.get_by_role("button", name="Queue the run").click()
-    page.wait_for_url(f"{site_url}/labs/runs/*/")
+    page.wait_for_url(RUN_PAGE)
 
 
 def test_staff_registers_and_probes_a_target_watches_the_queue_cancels_a_run_and_sees_the_cohort(
