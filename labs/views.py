@@ -12,6 +12,13 @@ from labs.forms import RunForm
 from labs.models import Lab, LabRun
 
 
+def _run_id(text: str) -> int | None:
+    """A run id from a query parameter, or None. str.isdigit() also says yes to digits int()
+    refuses ("²") and to other scripts' digits, so only ASCII digits count."""
+    text = text.strip()
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
 @require_GET
 def lab_index(request: HttpRequest) -> HttpResponse:
     return render(request, "labs/index.html", {"labs": Lab.objects.live()})
@@ -23,9 +30,9 @@ def lab_detail(request: HttpRequest, lab_slug: str) -> HttpResponse:
     form = None
     if request.user.is_authenticated:
         initial_params, initial = None, {}
-        rerun_id = request.GET.get("rerun", "")
-        if rerun_id.isdigit():
-            previous = selectors.own_run(user=request.user, run_id=int(rerun_id))
+        rerun_id = _run_id(request.GET.get("rerun", ""))
+        if rerun_id is not None:
+            previous = selectors.own_run(user=request.user, run_id=rerun_id)
             if previous and previous.lab_id == lab.pk:
                 initial_params = previous.params
                 initial = {"target": previous.target_id, "prediction": previous.prediction}
@@ -156,7 +163,7 @@ def compare(request: HttpRequest) -> HttpResponse:
     from labs.charts import compare_svg
 
     parts = request.GET.get("runs", "").split(",") + request.GET.getlist("with")
-    ids = list(dict.fromkeys(int(part) for part in parts if part.strip().isdigit()))[:8]
+    ids = list(dict.fromkeys(run_id for part in parts if (run_id := _run_id(part)) is not None))[:8]
     runs = [run for run in (selectors.own_run(user=request.user, run_id=i) for i in ids) if run and run.summary]
     if len(runs) < 2:
         messages.info(request, "Pick at least two of your finished runs of the same lab to compare.")
