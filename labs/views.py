@@ -1,11 +1,11 @@
 from django.contrib import messages
-from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from core.access import staff_only
 from courses.selectors import lesson_ref_link, linked_questions
 from labs import selectors, services
 from labs.forms import RunForm
@@ -181,7 +181,7 @@ def compare(request: HttpRequest) -> HttpResponse:
     return render(request, "labs/compare.html", {"runs": runs, "chart": chart, "lab": runs[0].lab})
 
 
-@staff_member_required
+@staff_only
 @require_GET
 def queue_dashboard(request: HttpRequest) -> HttpResponse:
     # The page polls itself with htmx, so staff watch runs move without reloading.
