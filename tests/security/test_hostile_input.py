@@ -1,0 +1,192 @@
+"""Hostile input to every form, query parameter and path parameter the site has, found by walking
+the URL conf and the pages (tests/security/site_map.py), never from a list kept by hand.
+
+Each parameter gets each payload while the others keep the values a browser would send. The site
+may refuse (4xx) or accept (2xx/3xx), but never fail (5xx), never render a payload live, never
+evaluate a template payload, and a refused form says what was wrong. One run lists every defect.
+"""
+
+import json
+from datetime import date
+from urllib.parse import urlencode
+
+from tests.security.crawl import ROLES, crawl_site
+from tests.security.site_map import concrete_urls, is_admin, route_of, site_routes
+
+YEAR = date.today().year
+
+# Markup in a text context and in an attribute, and template syntax, in one string. The template
+# part carries markers so evaluation shows: {{ 7|add:1000000 }} prints 1000007, {% now "Y" %} the year.
+XSS = "\"><img src=x onerror=alert(1)><script>alert('prefill-xss')</script>"
+MARKUP = XSS + '{{ 7|add:1000000 }}{% now "Y" %}-prefill-now'
+NUL = "nul\x00byte\x01\x1b[31m\r\n"  # PostgreSQL refuses NUL in text: the classic 500
+STRING_PAYLOADS = [MARKUP, "' OR '1'='1; DROP TABLE auth_user; --", "../../../../etc/passwd", "x" * 100_000, NUL]
+# Numbers where a number or a choice is expected: negative, zero, past a 64-bit integer,
+# not-a-number, infinite, and a superscript digit (str.isdigit() says yes, int() says no).
+NUMBER_PAYLOADS = ["-1", "0", str(2**63), "NaN", "-inf", "²"]
+CHOICE_KINDS = {"select", "radio", "checkbox", "hidden", "number"}
+
+
+def payloads_for(*, url: str, kind: str, default: list[str]) -> list[str]:
+    """Strings for every field; numbers too where a number or a choice is expected (a number
+    input, a choice, a hidden id, a field whose value is a number).
+
+    The admin is Django's own, tested code; what is ours there is its configuration (filters,
+    search and ordering fields, forms), so it gets one payload per kind of failure: markup and
+    template syntax, then NUL for text or an id past 64 bits for a number or a choice."""
+    numeric = kind in CHOICE_KINDS or any(_is_number(value) for value in default)
+    if is_admin(url):
+        return [MARKUP, str(2**63) if numeric else NUL]
+    return STRING_PAYLOADS + NUMBER_PAYLOADS if numeric else STRING_PAYLOADS
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text.replace(",", ""))
+    except ValueError:
+        return False
+    return True
+
+
+# Bytes that are not UTF-8, percent-encoded and bare (the test client passes them through).
+INVALID_UTF8 = "%FF%FE%C3%28"
+
+# A refused form names what was wrong: Django's error list, the admin's note, our alert boxes.
+ERROR_MARKERS = ('class="errorlist', "errornote", 'role="alert"', "message-error", 'class="messagelist"')
+
+
+def live_payload(body: str) -> str | None:
+    """Why the body shows a payload live, or None. Escaped echoes are fine."""
+    if "<script>alert('prefill-xss')" in body:
+        return "script rendered unescaped"
+    if "<img src=x onerror" in body:
+        return "img onerror rendered unescaped"
+    if "1000007" in body or f"{YEAR}-prefill-now" in body:
+        return "template payload evaluated"
+    if "root:x:0:0" in body:
+        return "file contents served"
+    return None
+
+
+class Findings:
+    """Every (method, url, field, payload, status, why) that broke a rule, for one assertion."""
+
+    def __init__(self) -> None:
+        self.failures: list[str] = []
+        self.requests = 0
+
+    def check(self, response, *, method: str, url: str, name: str, payload: str, form_refused_check=False) -> None:
+        self.requests += 1
+        status = response.status_code
+        shown = payload if len(payload) <= 60 else f"{payload[:30]!r}...({len(payload)} chars)"
+        where = f"{method} {url[:120]} field={name!r} payload={shown!r} status={status}"
+        if status >= 500:
+            self.failures.append(f"{where}: server error")
+            return
+        if not response.get("Content-Type", "").startswith("text/html"):
+            return
+        body = response.content.decode("utf-8", errors="replace")
+        why = live_payload(body)
+        if why:
+            self.failures.append(f"{where}: {why}")
+        if form_refused_check and status in (200, 400, 422) and not any(m in body for m in ERROR_MARKERS):
+            self.failures.append(f"{where}: form refused without a message naming what was wrong")
+
+    def assert_none(self, what: str) -> None:
+        assert not self.failures, f"{len(self.failures)} defects in {what} ({self.requests} requests):\n" + "\n".join(
+            self.failures
+        )
+
+
+def test_hostile_path_values_never_fail(world):
+    """Every path converter gets values it accepts but no object has: 0, past 64 bits, 10**30,
+    a missing and a 1,000-character slug, an encoded traversal."""
+    findings = Findings()
+    learner, staff = world.client_for("learner"), world.client_for("staff")
+    for route in site_routes():
+        for url, hostile in concrete_urls(route, real_keys=world.real_keys(route)):
+            if hostile:
+                findings.check(learner.get(url), method="GET as learner", url=url, name="<path>", payload="")
+                findings.check(learner.post(url), method="POST as learner", url=url, name="<path>", payload="")
+                findings.check(staff.get(url), method="GET as staff", url=url, name="<path>", payload="")
+    findings.assert_none("path parameters")
+    assert findings.requests > 300  # the walk really covered the site's parameterised routes
+
+
+def fuzz_queries(world, crawl, findings: Findings) -> None:
+    """Each query parameter a link or GET form uses, one at a time, the others kept."""
+    for _route, (role, path, defaults) in crawl.queries.items():
+        client = world.client_for(role)
+        label = f"GET as {role}"
+        for name in defaults:
+            for payload in payloads_for(url=path, kind="query", default=defaults[name]):
+                query = urlencode({**defaults, name: [payload]}, doseq=True)
+                findings.check(client.get(f"{path}?{query}"), method=label, url=path, name=name, payload=payload)
+            if not is_admin(path):  # repeated keys: Django's QueryDict, the same in every admin page
+                query = urlencode({**defaults, name: [*defaults[name], XSS]}, doseq=True)
+                findings.check(client.get(f"{path}?{query}"), method=label, url=path, name=name, payload="<repeated>")
+        # Every parameter at once as bytes that are not UTF-8, percent-encoded and raw.
+        for raw in (INVALID_UTF8, "\xff\xfe"):
+            response = client.get(path, QUERY_STRING="&".join(f"{name}={raw}" for name in defaults))
+            findings.check(response, method=label, url=path, name="<all>", payload=f"invalid utf-8 {raw!r}")
+
+
+def _fuzzable(form) -> bool:
+    # An admin delete confirmation deletes on any POST: its one hidden field says "yes". CSRF on
+    # it is tested in test_access_control; here it would only delete the rows under test.
+    return not (route_of(form.action) or "").endswith("/delete/")
+
+
+def fuzz_forms(world, crawl, findings: Findings) -> None:
+    """Each field of each form, one at a time, the others keeping what a browser would send; then
+    the whole form as non-UTF-8 bytes, as JSON, and empty."""
+    for (method, _handler, _names), (role, form) in crawl.forms.items():
+        if not _fuzzable(form):
+            continue
+        # A fresh login per form: a logout form or a password change ends the session it posts in.
+        client = world.client_for(role)
+        defaults = form.defaults()
+        label = f"{method.upper()} as {role}"
+        # The CSRF token is not an input of the form's own (test_access_control covers it), and
+        # "initial-" fields are Django's copy of a value, read only to tell whether it changed.
+        for name in [name for name in defaults if name != "csrfmiddlewaretoken" and not name.startswith("initial-")]:
+            for payload in payloads_for(url=form.action, kind=form.kinds.get(name, "text"), default=defaults[name]):
+                response = client.post(form.action, {**defaults, name: [payload]})
+                findings.check(
+                    response, method=label, url=form.action, name=name, payload=payload, form_refused_check=True
+                )
+            if not is_admin(form.action):
+                response = client.post(form.action, {**defaults, name: [*defaults[name], XSS]})
+                findings.check(response, method=label, url=form.action, name=name, payload="<repeated>")
+        body = "&".join(f"{name}={INVALID_UTF8}" for name in defaults if name != "csrfmiddlewaretoken")
+        for name, payload, response in (
+            (
+                "<all>",
+                "invalid utf-8",
+                client.generic("POST", form.action, body.encode(), content_type="application/x-www-form-urlencoded"),
+            ),
+            (
+                "<all>",
+                "json body",
+                client.generic("POST", form.action, json.dumps(defaults), content_type="application/json"),
+            ),
+            ("<none>", "empty post", client.post(form.action, {})),
+        ):
+            findings.check(response, method=label, url=form.action, name=name, payload=payload)
+
+
+def test_every_query_parameter_and_form_field_survives_hostile_input(world):
+    """One crawl finds the parameters and forms; one assertion lists every defect, including
+    payloads a form stored and a later page rendered live."""
+    crawl = crawl_site(world)
+    assert len(crawl.queries) >= 5, "the crawl found few query parameters: the walker is broken"
+    assert {role for role, _ in crawl.forms.values()} == set(ROLES), "the crawl missed a role's forms"
+    findings = Findings()
+    fuzz_queries(world, crawl, findings)
+    fuzz_forms(world, crawl, findings)
+    shown = {(page.role, page.url) for page in crawl.pages if page.status == 200}
+    for page in crawl_site(world, roles=("learner", "staff"), only=shown).pages:
+        findings.requests += 1
+        if page.content_type.startswith("text/html") and (why := live_payload(page.body)):
+            findings.failures.append(f"GET as {page.role} {page.url} after the forms stored payloads: {why}")
+    findings.assert_none("query parameters and form fields")
