@@ -4,6 +4,7 @@ The defaults give the embedded single-machine setup: SQLite under var/, a local 
 `config.production` tightens these for a real deployment.
 """
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -28,6 +29,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    "axes",
     "django_htmx",
     "template_partials",
     "csp",
@@ -49,7 +51,10 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "core.middleware.DatabaseUnavailableMiddleware",
     "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: it turns a lockout flagged during the view into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -111,6 +116,24 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# django-axes first: it refuses a locked-out (username, IP) pair before any password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Login throttling: after LOGIN_FAILURE_LIMIT wrong passwords for one username from one address,
+# that pair may not log in for LOGIN_COOLOFF_MINUTES, even with the right password. Counting the
+# pair (not the username alone) means an attacker cannot lock a learner out from everywhere.
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", default=5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", default=15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# The lockout ends at the time the page promises: more failures during it do not extend it.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_LOCKOUT_CALLABLE = "accounts.throttling.locked_out"
+AXES_CLIENT_IP_CALLABLE = "accounts.throttling.client_ip"
+# Proxies of ours in front of gunicorn that append to X-Forwarded-For; 0 trusts no such header.
+LOGIN_TRUSTED_PROXIES = env_int("LOGIN_TRUSTED_PROXIES", default=0, minimum=0)
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "accounts:me"
 LOGOUT_REDIRECT_URL = "home"
