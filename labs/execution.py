@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import TypeVar
 
 import redis
@@ -305,19 +306,23 @@ def _measure_steps(run: LabRun) -> str:
     if succeeded == 0:
         _finish(run, status=LabRun.Status.FAILED, error=_patiently(lambda: _first_error(run), what="reading errors"))
         return "failed"
-    _finish(run, status=LabRun.Status.SUCCEEDED, error="")
-    _predraw_charts(run_id=run.pk)
+    # The charts are drawn before the run is marked finished: the page polling for the end then
+    # shows the results at once, instead of drawing them (about a second) in the web process.
+    finished_at = timezone.now()
+    _predraw_charts(run=run, finished_at=finished_at)
+    _finish(run, status=LabRun.Status.SUCCEEDED, error="", finished_at=finished_at)
     return "succeeded"
 
 
-def _predraw_charts(*, run_id: int) -> None:
-    """Draw and cache the results charts here, so the learner's first view does not wait ~1 s."""
+def _predraw_charts(*, run: LabRun, finished_at: datetime) -> None:
+    """Draw and cache the results charts under the key the finished run will have."""
     from labs.selectors import charts_for
 
+    run.finished_at = finished_at
     try:
-        charts_for(run=LabRun.objects.select_related("lab", "target").get(pk=run_id))
+        charts_for(run=run)
     except Exception:
-        logger.exception("could not pre-draw the charts of run %s", run_id)
+        logger.exception("could not pre-draw the charts of run %s", run.pk)
 
 
 def _store_request(*, run: LabRun, record: RequestRecord, index: int, step: Step) -> None:
@@ -402,11 +407,12 @@ def _first_error(run: LabRun) -> str:
     return f"No request succeeded. The engine said: {message}"
 
 
-def _finish(run: LabRun, *, status: str, error: str) -> None:
+def _finish(run: LabRun, *, status: str, error: str, finished_at: datetime | None = None) -> None:
+    finished_at = finished_at or timezone.now()
     _patiently(
         lambda: LabRun.objects.filter(pk=run.pk).update(
-            status=status, error=error, finished_at=timezone.now(), heartbeat_at=timezone.now()
+            status=status, error=error, finished_at=finished_at, heartbeat_at=timezone.now()
         ),
         what=f"finishing run {run.pk}",
     )
-    run.status, run.error = status, error
+    run.status, run.error, run.finished_at = status, error, finished_at

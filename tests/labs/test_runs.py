@@ -7,6 +7,7 @@ import signal
 from pathlib import Path
 
 import pytest
+import redis as redis_lib
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
 
@@ -44,7 +45,7 @@ def make_target(url: str, **limits):
 TTFT_PARAMS = {"max_tokens": [8, 32], "prompt_tokens": 32, "repeats": 3}
 
 
-def test_a_run_measures_each_step_and_stores_every_request(scripted_engine, celery_worker, user):
+def test_a_run_measures_each_step_and_stores_every_request(scripted_engine, celery_worker, user, broker):
     url = scripted_engine("--ttft-ms", "40", "--gap-ms", "5")
     target = make_target(url)
     lab = load_lab("ttft-vs-output-length")
@@ -66,6 +67,10 @@ def test_a_run_measures_each_step_and_stores_every_request(scripted_engine, cele
     assert run.progress["done"] == 6
     assert run.result_meta["schema_version"] >= 1
     assert "base_url" not in json.dumps(run.result_meta)
+    # The charts were drawn before the run was marked finished, under its finished key: the
+    # learner's page shows them at once instead of drawing them in the web process.
+    chart_key = f"*run-charts:v1:{run.pk}:{run.finished_at.timestamp()}"
+    assert redis_lib.Redis.from_url(broker["url"]).keys(chart_key)
 
 
 def test_out_of_bounds_and_quota_are_refused_with_clear_messages(scripted_engine, user):
