@@ -27,17 +27,42 @@ NUMBER_PAYLOADS = ["-1", "0", str(2**63), "NaN", "-inf", "²"]
 CHOICE_KINDS = {"select", "radio", "checkbox", "hidden", "number"}
 
 
-def payloads_for(*, url: str, kind: str, default: list[str]) -> list[str]:
-    """Strings for every field; numbers too where a number or a choice is expected (a number
-    input, a choice, a hidden id, a field whose value is a number).
+def expects_number(*, kind: str, default: list[str]) -> bool:
+    """A number input, a choice, a hidden id, or a field whose value is a number."""
+    return kind in CHOICE_KINDS or any(_is_number(value) for value in default)
+
+
+def payloads_for(*, kind: str, default: list[str]) -> list[str]:
+    """Strings for every field; numbers too where a number or a choice is expected."""
+    return STRING_PAYLOADS + NUMBER_PAYLOADS if expects_number(kind=kind, default=default) else STRING_PAYLOADS
+
+
+def variations(*, url: str, defaults: dict[str, list[str]], kinds: dict[str, str]):
+    """(field, payload, data) to send: each field given each payload while the others keep their
+    defaults, then each field repeated (a valid value and a hostile one).
 
     The admin is Django's own, tested code; what is ours there is its configuration (filters,
-    search and ordering fields, forms), so it gets one payload per kind of failure: markup and
-    template syntax, then NUL for text or an id past 64 bits for a number or a choice."""
-    numeric = kind in CHOICE_KINDS or any(_is_number(value) for value in default)
+    search and ordering fields, forms). Its forms are slow pages, so every field takes a payload
+    at once, twice: markup and template syntax; then NUL for text, an id past 64 bits for a number
+    or a choice. Django validates each field on its own, so one bad field does not hide another.
+    """
+    # The CSRF token is not an input of the form's own (test_access_control covers it), and
+    # "initial-" fields are Django's copy of a value, read only to tell whether it changed.
+    names = [name for name in defaults if name != "csrfmiddlewaretoken" and not name.startswith("initial-")]
+    if is_admin(url) and names:
+        yield "<all>", "markup", {**defaults, **{name: [MARKUP] for name in names}}
+        mixed = {
+            name: [str(2**63) if expects_number(kind=kinds.get(name, "text"), default=defaults[name]) else NUL]
+            for name in names
+        }
+        yield "<all>", "NUL or 2**63", {**defaults, **mixed}
+        return
     if is_admin(url):
-        return [MARKUP, str(2**63) if numeric else NUL]
-    return STRING_PAYLOADS + NUMBER_PAYLOADS if numeric else STRING_PAYLOADS
+        return
+    for name in names:
+        for payload in payloads_for(kind=kinds.get(name, "text"), default=defaults[name]):
+            yield name, payload, {**defaults, name: [payload]}
+        yield name, "<repeated>", {**defaults, name: [*defaults[name], XSS]}
 
 
 def _is_number(text: str) -> bool:
@@ -118,13 +143,9 @@ def fuzz_queries(world, crawl, findings: Findings) -> None:
     for _route, (role, path, defaults) in crawl.queries.items():
         client = world.client_for(role)
         label = f"GET as {role}"
-        for name in defaults:
-            for payload in payloads_for(url=path, kind="query", default=defaults[name]):
-                query = urlencode({**defaults, name: [payload]}, doseq=True)
-                findings.check(client.get(f"{path}?{query}"), method=label, url=path, name=name, payload=payload)
-            if not is_admin(path):  # repeated keys: Django's QueryDict, the same in every admin page
-                query = urlencode({**defaults, name: [*defaults[name], XSS]}, doseq=True)
-                findings.check(client.get(f"{path}?{query}"), method=label, url=path, name=name, payload="<repeated>")
+        for name, payload, data in variations(url=path, defaults=defaults, kinds={}):
+            response = client.get(f"{path}?{urlencode(data, doseq=True)}")
+            findings.check(response, method=label, url=path, name=name, payload=payload)
         # Every parameter at once as bytes that are not UTF-8, percent-encoded and raw.
         for raw in (INVALID_UTF8, "\xff\xfe"):
             response = client.get(path, QUERY_STRING="&".join(f"{name}={raw}" for name in defaults))
@@ -147,17 +168,12 @@ def fuzz_forms(world, crawl, findings: Findings) -> None:
         client = world.client_for(role)
         defaults = form.defaults()
         label = f"{method.upper()} as {role}"
-        # The CSRF token is not an input of the form's own (test_access_control covers it), and
-        # "initial-" fields are Django's copy of a value, read only to tell whether it changed.
-        for name in [name for name in defaults if name != "csrfmiddlewaretoken" and not name.startswith("initial-")]:
-            for payload in payloads_for(url=form.action, kind=form.kinds.get(name, "text"), default=defaults[name]):
-                response = client.post(form.action, {**defaults, name: [payload]})
-                findings.check(
-                    response, method=label, url=form.action, name=name, payload=payload, form_refused_check=True
-                )
-            if not is_admin(form.action):
-                response = client.post(form.action, {**defaults, name: [*defaults[name], XSS]})
-                findings.check(response, method=label, url=form.action, name=name, payload="<repeated>")
+        for name, payload, data in variations(url=form.action, defaults=defaults, kinds=form.kinds):
+            response = client.post(form.action, data)
+            refused_check = payload != "<repeated>"
+            findings.check(
+                response, method=label, url=form.action, name=name, payload=payload, form_refused_check=refused_check
+            )
         body = "&".join(f"{name}={INVALID_UTF8}" for name in defaults if name != "csrfmiddlewaretoken")
         for name, payload, response in (
             (
