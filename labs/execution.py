@@ -11,6 +11,7 @@ database for up to LAB_DATABASE_PATIENCE_S, on a fresh connection.
 """
 
 import contextlib
+import dataclasses
 import logging
 import threading
 import time
@@ -210,6 +211,9 @@ def _measure_steps(run: LabRun) -> str:
         _finish(run, status=LabRun.Status.FAILED, error=f"The parameters no longer fit this engine: {error}")
         return "failed"
     started = time.monotonic()
+    # The target's wall-clock limit is the run's, not each step's: steps share what is left.
+    deadline = started + run.target.max_run_seconds
+    stopped_early = ""  # why the run ended before its plan, for the learner
     total = sum(step.spec.requests + step.spec.warmup for step in steps)
     state = {"done": 0, "tokens": 0, "last_write": 0.0, "cancel_checked": 0.0, "cancelled": False}
     offset = run.requests.count()
@@ -227,6 +231,10 @@ def _measure_steps(run: LabRun) -> str:
 
     for step in steps:
         if cancelled():
+            break
+        remaining_s = deadline - time.monotonic()
+        if remaining_s <= 1:
+            stopped_early = _over_time_reason(run=run, step=step)
             break
         base_index = offset
 
@@ -257,9 +265,10 @@ def _measure_steps(run: LabRun) -> str:
                     default=0,
                 )
 
+        spec = dataclasses.replace(step.spec, max_duration_s=min(step.spec.max_duration_s or remaining_s, remaining_s))
         result = measure(
             target=target_spec(target=run.target, model=step.model),
-            spec=step.spec,
+            spec=spec,
             on_progress=on_progress,
             cancel=cancelled,
         )
@@ -291,6 +300,14 @@ def _measure_steps(run: LabRun) -> str:
             }
         if result.server_metrics:
             run.result_meta.setdefault("server_metrics", {})[step.key] = result.server_metrics
+        if result.status == "failed" and not state["cancelled"]:
+            # The engine broke (went down, refused, errored past the step's budget): the later
+            # steps would only fail the same way, so the run stops and says why.
+            stopped_early = _engine_failure_reason(step=step, summary=result.summary, records=result.requests)
+            break
+        if (result.stop_reason or "").startswith("wall-clock cap"):
+            stopped_early = _over_time_reason(run=run, step=step)
+            break
 
     run.result_meta["notes"] = sorted(set(notes))
     _patiently(lambda: run.save(update_fields=["result_meta"]), what=f"saving run {run.pk}")
@@ -305,6 +322,10 @@ def _measure_steps(run: LabRun) -> str:
         return "cancelled"
     if succeeded == 0:
         _finish(run, status=LabRun.Status.FAILED, error=_patiently(lambda: _first_error(run), what="reading errors"))
+        return "failed"
+    if stopped_early:
+        kept = f"{succeeded} measured request{'s are' if succeeded != 1 else ' is'} kept below."
+        _finish(run, status=LabRun.Status.FAILED, error=f"{stopped_early} {kept}")
         return "failed"
     # The charts are drawn before the run is marked finished: the page polling for the end then
     # shows the results at once, instead of drawing them (about a second) in the web process.
@@ -396,6 +417,21 @@ def _on_one_clock(records: list[RequestRecord], *, step_keys: list[str]) -> list
 def _record_fields(data: dict) -> dict:
     allowed = RequestRecord.__dataclass_fields__
     return {k: v for k, v in data.items() if k in allowed}
+
+
+def _engine_failure_reason(*, step: Step, summary: dict, records: list[RequestRecord]) -> str:
+    counts = summary.get("errors_by_kind") or {}
+    kinds = ", ".join(f"{count} {kind.replace('_', ' ')}" for kind, count in sorted(counts.items()))
+    last = next((r.error for r in reversed(records) if r.error and r.error.get("kind") != "cancelled"), None) or {}
+    said = f" The engine's last error: {last.get('message') or last.get('kind')}." if last else ""
+    return f"The engine failed requests in step {step.key} ({kinds}), so the run stopped there.{said}"
+
+
+def _over_time_reason(*, run: LabRun, step: Step) -> str:
+    return (
+        f"The run reached {run.target.name}'s limit of {run.target.max_run_seconds} s per run at step {step.key}; "
+        "use fewer requests or shorter outputs."
+    )
 
 
 def _first_error(run: LabRun) -> str:
