@@ -1,9 +1,10 @@
 """The project's admin site: Django's, with two guards on every registered model admin.
 
-Django's admin assumes integer input fits the database: a many-to-many choice such as a user's
-groups with an id past 64 bits reaches the database in an `__in` query, and a date-hierarchy
-year past a C int raises OverflowError where the changelist only catches ValueError. Both are
-server errors for a mistyped or hostile URL. The site wraps each admin class at registration, so
+Django's admin assumes input fits the database: a many-to-many choice such as a user's groups
+with an id past 64 bits reaches the database in an `__in` query, a date-hierarchy year past a C
+int raises OverflowError where the changelist only catches ValueError, and a list filter or
+search term with a NUL character is an error on PostgreSQL. All are server errors for a
+mistyped or hostile URL. The site wraps each admin class at registration, so
 the admins of Django, django-axes and our apps all get the guards, including ones added later.
 """
 
@@ -41,6 +42,10 @@ class GuardedAdminMixin:
         return super().formfield_for_manytomany(db_field, request, **kwargs)
 
     def get_changelist_instance(self, request):
+        # PostgreSQL refuses NUL in any text it compares, so a filter or search term holding one
+        # is a database error, not an empty result: refuse it like any other bad lookup.
+        if any("\x00" in key or "\x00" in value for key, values in request.GET.lists() for value in values):
+            raise IncorrectLookupParameters("a lookup holds a NUL character")
         try:
             return super().get_changelist_instance(request)
         except OverflowError as error:
