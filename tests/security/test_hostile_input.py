@@ -37,27 +37,32 @@ def payloads_for(*, kind: str, default: list[str]) -> list[str]:
     return STRING_PAYLOADS + NUMBER_PAYLOADS if expects_number(kind=kind, default=default) else STRING_PAYLOADS
 
 
-def variations(*, url: str, defaults: dict[str, list[str]], kinds: dict[str, str]):
+def variations(*, url: str, defaults: dict[str, list[str]], kinds: dict[str, str], form: bool):
     """(field, payload, data) to send: each field given each payload while the others keep their
     defaults, then each field repeated (a valid value and a hostile one).
 
     The admin is Django's own, tested code; what is ours there is its configuration (filters,
-    search and ordering fields, forms). Its forms are slow pages, so every field takes a payload
-    at once, twice: markup and template syntax; then NUL for text, an id past 64 bits for a number
-    or a choice. Django validates each field on its own, so one bad field does not hide another.
+    search and ordering fields, forms), so each field gets one payload per kind of failure: markup
+    and template syntax, then NUL for text or an id past 64 bits for a number or a choice. Its
+    forms are slow pages, so a form takes each payload in every field at once (Django validates
+    each field on its own, so one bad field does not hide another); a changelist's filters are
+    not independent (one bad lookup stops the query), so they vary one at a time.
     """
     # The CSRF token is not an input of the form's own (test_access_control covers it), and
     # "initial-" fields are Django's copy of a value, read only to tell whether it changed.
     names = [name for name in defaults if name != "csrfmiddlewaretoken" and not name.startswith("initial-")]
-    if is_admin(url) and names:
-        yield "<all>", "markup", {**defaults, **{name: [MARKUP] for name in names}}
-        mixed = {
-            name: [str(2**63) if expects_number(kind=kinds.get(name, "text"), default=defaults[name]) else NUL]
+    if is_admin(url):
+        worst = {
+            name: str(2**63) if expects_number(kind=kinds.get(name, "text"), default=defaults[name]) else NUL
             for name in names
         }
-        yield "<all>", "NUL or 2**63", {**defaults, **mixed}
-        return
-    if is_admin(url):
+        if not form:
+            for name in names:
+                yield name, "markup", {**defaults, name: [MARKUP]}
+                yield name, worst[name], {**defaults, name: [worst[name]]}
+        elif names:
+            yield "<all>", "markup", {**defaults, **{name: [MARKUP] for name in names}}
+            yield "<all>", "NUL or 2**63", {**defaults, **{name: [value] for name, value in worst.items()}}
         return
     for name in names:
         for payload in payloads_for(kind=kinds.get(name, "text"), default=defaults[name]):
@@ -143,7 +148,7 @@ def fuzz_queries(world, crawl, findings: Findings) -> None:
     for _route, (role, path, defaults) in crawl.queries.items():
         client = world.client_for(role)
         label = f"GET as {role}"
-        for name, payload, data in variations(url=path, defaults=defaults, kinds={}):
+        for name, payload, data in variations(url=path, defaults=defaults, kinds={}, form=False):
             response = client.get(f"{path}?{urlencode(data, doseq=True)}")
             findings.check(response, method=label, url=path, name=name, payload=payload)
         # Every parameter at once as bytes that are not UTF-8, percent-encoded and raw.
@@ -168,7 +173,7 @@ def fuzz_forms(world, crawl, findings: Findings) -> None:
         client = world.client_for(role)
         defaults = form.defaults()
         label = f"{method.upper()} as {role}"
-        for name, payload, data in variations(url=form.action, defaults=defaults, kinds=form.kinds):
+        for name, payload, data in variations(url=form.action, defaults=defaults, kinds=form.kinds, form=True):
             response = client.post(form.action, data)
             refused_check = payload != "<repeated>"
             findings.check(
