@@ -146,8 +146,8 @@ def reap_stale_runs() -> dict[str, list[int]]:
             from labs.execution import release_dead_lock
 
             release_dead_lock(target=run.target, run_id=run.pk)
-            measured = run.requests.count()
-            if measured == 0 and run.requeue_count == 0 and not run.cancel_requested:
+            stored = run.requests.count()
+            if stored == 0 and run.requeue_count == 0 and not run.cancel_requested:
                 run.status = LabRun.Status.QUEUED
                 run.requeue_count += 1
                 run.started_at = None
@@ -156,6 +156,8 @@ def reap_stale_runs() -> dict[str, list[int]]:
                 transaction.on_commit(lambda run_id=run.pk: dispatch_run(run_id=run_id))
                 outcome["requeued"].append(run.pk)
             else:
+                # Counted as the results count them: the warm-up is stored but not a measurement.
+                measured = run.requests.filter(warmup=False).count()
                 run.status = LabRun.Status.FAILED
                 run.finished_at = now
                 run.error = (
