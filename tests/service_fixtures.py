@@ -114,6 +114,14 @@ def stop_process_group(process: subprocess.Popen, *, grace_s: float = 15.0) -> N
         process.wait()
 
 
+@pytest.fixture
+def course(transactional_db):
+    """The repository's real content: lessons with figures and calculators, the question bank, labs."""
+    from django.core.management import call_command
+
+    call_command("sync_content", verbosity=0)
+
+
 @pytest.fixture(scope="session")
 def collected_static():
     """The site serves collected, hashed static files when DEBUG is off, as in a deployment."""

@@ -35,14 +35,6 @@ def site_password_hashers(settings):
     settings.PASSWORD_HASHERS = global_settings.PASSWORD_HASHERS
 
 
-@pytest.fixture
-def course(transactional_db):
-    """The repository's real content: lessons with figures and calculators, the question bank, labs."""
-    from django.core.management import call_command
-
-    call_command("sync_content", verbosity=0)
-
-
 def log_in(page, site_url: str, *, username: str, password: str = PASSWORD) -> None:
     page.goto(f"{site_url}/accounts/login/")
     page.get_by_label("Username").fill(username)
