@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 import redis
 from django.conf import settings
@@ -303,7 +304,9 @@ def _measure_steps(run: LabRun) -> str:
         if result.status == "failed" and not state["cancelled"]:
             # The engine broke (went down, refused, errored past the step's budget): the later
             # steps would only fail the same way, so the run stops and says why.
-            stopped_early = _engine_failure_reason(step=step, summary=result.summary, records=result.requests)
+            stopped_early = _engine_failure_reason(
+                target=run.target, step=step, summary=result.summary, records=result.requests
+            )
             break
         if (result.stop_reason or "").startswith("wall-clock cap"):
             stopped_early = _over_time_reason(run=run, step=step)
@@ -346,9 +349,21 @@ def _predraw_charts(*, run: LabRun, finished_at: datetime) -> None:
         logger.exception("could not pre-draw the charts of run %s", run.pk)
 
 
+def without_address(*, text: str, target: InferenceTarget) -> str:
+    """An engine's error names where it was reached ("cannot connect to 10.0.0.7:8000"); learners
+    see the target's name instead, because its address is for staff only."""
+    parsed = urlsplit(target.base_url)
+    for address in (target.base_url.rstrip("/"), parsed.netloc, parsed.hostname or ""):
+        if address:
+            text = text.replace(address, target.name)
+    return text
+
+
 def _store_request(*, run: LabRun, record: RequestRecord, index: int, step: Step) -> None:
     data = record.to_dict()
     data["params"] = {**(data.get("params") or {}), **step.params}
+    if data.get("error") and data["error"].get("message"):
+        data["error"] = {**data["error"], "message": without_address(text=data["error"]["message"], target=run.target)}
     RunRequest.objects.update_or_create(
         run=run,
         index=index,
@@ -419,11 +434,14 @@ def _record_fields(data: dict) -> dict:
     return {k: v for k, v in data.items() if k in allowed}
 
 
-def _engine_failure_reason(*, step: Step, summary: dict, records: list[RequestRecord]) -> str:
+def _engine_failure_reason(
+    *, target: InferenceTarget, step: Step, summary: dict, records: list[RequestRecord]
+) -> str:
     counts = summary.get("errors_by_kind") or {}
     kinds = ", ".join(f"{count} {kind.replace('_', ' ')}" for kind, count in sorted(counts.items()))
     last = next((r.error for r in reversed(records) if r.error and r.error.get("kind") != "cancelled"), None) or {}
     said = f" The engine's last error: {last.get('message') or last.get('kind')}." if last else ""
+    said = without_address(text=said, target=target)
     return f"The engine failed requests in step {step.key} ({kinds}), so the run stopped there.{said}"
 
 
