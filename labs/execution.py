@@ -353,7 +353,12 @@ def without_address(*, text: str, target: InferenceTarget) -> str:
     """An engine's error names where it was reached ("cannot connect to 10.0.0.7:8000"); learners
     see the target's name instead, because its address is for staff only."""
     parsed = urlsplit(target.base_url)
-    for address in (target.base_url.rstrip("/"), parsed.netloc, parsed.hostname or ""):
+    hostname = parsed.hostname or ""
+    addresses = [target.base_url.rstrip("/"), parsed.netloc]
+    # A bare host only when it cannot be an ordinary word ("vllm" would mangle the engine's text).
+    if "." in hostname or ":" in hostname:
+        addresses.append(hostname)
+    for address in addresses:
         if address:
             text = text.replace(address, target.name)
     return text
