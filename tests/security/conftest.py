@@ -2,12 +2,14 @@
 staff, and a target with an API key that must never show. Nothing is measured or dispatched."""
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
 from django.contrib.contenttypes.models import ContentType
 from django.core.management import call_command
-from django.test import Client
+from django.db import transaction
+from django.test import Client, override_settings
 from django.utils import timezone
 
 from labs.models import InferenceTarget, LabRun
@@ -15,6 +17,7 @@ from questions.models import Attempt, Question
 from questions.services import submit_answer
 from tests.labs.test_checks import output_length_run
 from tests.labs.test_runs import load_lab, make_target
+from tests.sample_content import COURSE, LAB, LESSON, QUESTIONS
 
 API_KEY = "sk-prefill-test-SECRET-123"
 PASSWORD = "a-long-test-password-42"
@@ -62,17 +65,70 @@ class World:
         return keys
 
 
+def _write_sample_content(root: Path, settings_base_dir: Path) -> dict[str, Path]:
+    """The sample content files of tests/conftest.py's `content` fixture, under `root`."""
+    courses = root / "courses" / "content"
+    (courses / "lessons").mkdir(parents=True)
+    (courses / "course.toml").write_text(COURSE)
+    (courses / "lessons" / "first-lesson.md").write_text(LESSON.format(title="First lesson", other="second-lesson"))
+    (courses / "lessons" / "second-lesson.md").write_text(LESSON.format(title="Second lesson", other="first-lesson"))
+    questions = root / "questions" / "content"
+    questions.mkdir(parents=True)
+    (questions / "concepts.toml").write_text(
+        (settings_base_dir / "questions" / "content" / "concepts.toml").read_text()
+    )
+    (questions / "sample-set.toml").write_text(QUESTIONS)
+    labs = root / "labs" / "content"
+    labs.mkdir(parents=True)
+    (labs / "sample-lab.toml").write_text(LAB)
+    return {"courses": courses, "questions": questions, "labs": labs}
+
+
+@pytest.fixture(scope="module")
+def module_world(django_db_setup, django_db_blocker, tmp_path_factory):
+    """One world per test module, inside a transaction rolled back when the module ends; each
+    test runs in a savepoint of it (pytest-django's `db`), so what a test changes is undone and
+    the site is walked once per module, not once per test."""
+    from django.conf import settings
+
+    dirs = _write_sample_content(tmp_path_factory.mktemp("content"), Path(settings.BASE_DIR))
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+        try:
+            with override_settings(CONTENT_DIRS=dirs):
+                yield _build_world()
+        finally:
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="module")
+def site_crawl(module_world):
+    """Every concrete GET URL as anonymous, learner and staff, once per module: the pages, and
+    the forms and query parameters they offer."""
+    from tests.security.crawl import crawl_site
+
+    return crawl_site(module_world)
+
+
 @pytest.fixture
-def world(db, content, broker, make_user) -> World:
-    """Sample content plus one real lab; a run is created directly with a real-shaped summary,
-    and the broker fixture keeps anything that would be dispatched off the shared Redis."""
+def world(module_world, db, broker) -> World:
+    """The module's world, for one test. The broker fixture keeps anything a form would dispatch
+    off the shared Redis (inside a test's transaction nothing is dispatched anyway)."""
+    return module_world
+
+
+def _build_world() -> World:
+    """Sample content plus one real lab; runs are created directly with a real-shaped summary."""
     call_command("sync_content", verbosity=0)
     lab = load_lab("ttft-vs-output-length")
     target = make_target("http://127.0.0.1:9")
     target.api_key = API_KEY
     target.save()
-    learner, other = make_user("ada", PASSWORD), make_user("bob", PASSWORD)
-    staff = make_user("root", PASSWORD, is_staff=True, is_superuser=True)
+    learner = User.objects.create_user("ada", password=PASSWORD)
+    other = User.objects.create_user("bob", password=PASSWORD)
+    staff = User.objects.create_user("root", password=PASSWORD, is_staff=True, is_superuser=True)
     question = Question.objects.live().first()
     runs, attempts = {}, {}
     for user in (learner, other):

@@ -1,5 +1,9 @@
-"""Hostile input to every form, query parameter and path parameter the site has, found by walking
-the URL conf and the pages (tests/security/site_map.py), never from a list kept by hand.
+"""The site walk: every concrete GET URL of the URL conf fetched as anonymous, learner and staff
+(once per module, site_crawl), then what the pages show and what they accept.
+
+What they show: no target API key anywhere, staff pages only to staff, no `next` that leaves.
+What they accept: hostile input to every form, query parameter and path parameter the site has,
+found by walking the URL conf and the pages (tests/security/site_map.py), never from a list.
 
 Each parameter gets each payload while the others keep the values a browser would send. The site
 may refuse (4xx) or accept (2xx/3xx), but never fail (5xx), never render a payload live, never
@@ -8,10 +12,19 @@ evaluate a template payload, and a refused form says what was wrong. One run lis
 
 import json
 from datetime import date
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
+import pytest
+from django.urls import resolve
+
+from tests.security.conftest import API_KEY, PASSWORD
 from tests.security.crawl import ROLES, crawl_site
 from tests.security.site_map import concrete_urls, is_admin, route_of, site_routes
+from tests.security.test_access_control import OFF_SITE, is_staff_route, stays_on_site
+
+# Every test here takes the database, so pytest-django keeps them together and the module's world
+# and walk are built once (it runs database tests before the others).
+pytestmark = pytest.mark.django_db
 
 YEAR = date.today().year
 
@@ -39,7 +52,7 @@ def payloads_for(*, kind: str, default: list[str]) -> list[str]:
 
 def variations(*, url: str, defaults: dict[str, list[str]], kinds: dict[str, str], form: bool):
     """(field, payload, data) to send: each field given each payload while the others keep their
-    defaults, then each field repeated (a valid value and a hostile one).
+    defaults, then every field repeated (its valid value and a hostile one).
 
     The admin is Django's own, tested code; what is ours there is its configuration (filters,
     search and ordering fields, forms), so each field gets one payload per kind of failure: markup
@@ -67,7 +80,8 @@ def variations(*, url: str, defaults: dict[str, list[str]], kinds: dict[str, str
     for name in names:
         for payload in payloads_for(kind=kinds.get(name, "text"), default=defaults[name]):
             yield name, payload, {**defaults, name: [payload]}
-        yield name, "<repeated>", {**defaults, name: [*defaults[name], XSS]}
+    if names:  # wrong types: every field twice, its own value and a hostile one
+        yield "<all>", "<repeated>", {**defaults, **{name: [*defaults[name], XSS] for name in names}}
 
 
 def _is_number(text: str) -> bool:
@@ -126,6 +140,62 @@ class Findings:
         assert not self.failures, f"{len(self.failures)} defects in {what} ({self.requests} requests):\n" + "\n".join(
             self.failures
         )
+
+
+def _route_for(routes, url):
+    match = resolve(urlsplit(url).path)
+    return next((route for route in routes if route.callback is match.func), None)
+
+
+def test_no_page_export_or_admin_form_shows_a_target_api_key(site_crawl):
+    shown = [f"{page.role} GET {page.url}" for page in site_crawl.pages if API_KEY in page.body]
+    assert not shown, "the API key was shown:\n" + "\n".join(shown)
+    # The walk did reach the places a key would leak from: the admin form and the exports.
+    assert any(
+        "/admin/labs/inferencetarget/" in page.url and page.url.endswith("/change/") for page in site_crawl.pages
+    )
+    assert any(page.url.endswith(("export.csv", "export.json")) and page.status == 200 for page in site_crawl.pages)
+
+
+def test_staff_pages_refuse_learners_and_every_staff_page_is_marked(site_crawl):
+    """The admin and every view marked core.access.staff_only refuse a learner. And the mark is
+    complete: a page staff may open and a learner may not is a staff page."""
+    routes = site_routes()
+    by_url: dict[str, dict[str, int]] = {}
+    for page in site_crawl.pages:
+        by_url.setdefault(page.url, {})[page.role] = page.status
+    staff_urls = {url for url in by_url if (route := _route_for(routes, url)) and is_staff_route(route)}
+    assert "/labs/queue/" in staff_urls
+    opened = [url for url in staff_urls if by_url[url].get("learner") == 200]
+    assert not opened, "learners opened staff pages:\n" + "\n".join(sorted(opened))
+    unmarked = [
+        url
+        for url, statuses in by_url.items()
+        if statuses.get("staff") == 200 and statuses.get("learner") in (302, 403) and url not in staff_urls
+    ]
+    assert not unmarked, "staff-only pages not marked staff_only (core.access):\n" + "\n".join(sorted(unmarked))
+
+
+def test_no_next_parameter_the_site_honours_leads_off_the_site(world, site_crawl):
+    """Every form with a `next` field (the login pages, the queue's cancel form), posted with each
+    off-site spelling in the form and the query string; login forms with the right password, so
+    the redirect really happens."""
+    next_forms = [(role, form) for role, form in site_crawl.forms.values() if "next" in form.fields]
+    assert {route_of(form.action) for _, form in next_forms} >= {"accounts/login/", "admin/login/"}
+    assert any("cancel" in form.action for _, form in next_forms), "the queue's cancel form was not found"
+    escaped = []
+    for role, form in next_forms:
+        for target in OFF_SITE:
+            client = world.client_for(role)
+            data = {**form.defaults(), "next": target}
+            if "password" in data:
+                user = world.staff if form.action.startswith("/admin/") else world.learner
+                data.update(username=user.username, password=PASSWORD)
+            response = client.post(f"{form.action.split('?')[0]}?{urlencode({'next': target})}", data)
+            location = response.get("Location", "")
+            if response.status_code >= 500 or (location and not stays_on_site(location)):
+                escaped.append(f"{role} POST {form.action} next={target!r}: {response.status_code} -> {location!r}")
+    assert not escaped, "redirects off the site:\n" + "\n".join(escaped)
 
 
 def test_hostile_path_values_never_fail(world):
@@ -196,10 +266,10 @@ def fuzz_forms(world, crawl, findings: Findings) -> None:
             findings.check(response, method=label, url=form.action, name=name, payload=payload)
 
 
-def test_every_query_parameter_and_form_field_survives_hostile_input(world):
-    """One crawl finds the parameters and forms; one assertion lists every defect, including
+def test_every_query_parameter_and_form_field_survives_hostile_input(world, site_crawl):
+    """The walk found the parameters and forms; one assertion lists every defect, including
     payloads a form stored and a later page rendered live."""
-    crawl = crawl_site(world)
+    crawl = site_crawl
     assert len(crawl.queries) >= 5, "the crawl found few query parameters: the walker is broken"
     assert {role for role, _ in crawl.forms.values()} == set(ROLES), "the crawl missed a role's forms"
     findings = Findings()
