@@ -1,6 +1,7 @@
 """A small world to attack: content, two learners who each have an attempt and a finished run,
 staff, and a target with an API key that must never show. Nothing is measured or dispatched."""
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,7 +122,7 @@ def world(module_world, db, broker) -> World:
 
 def _build_world() -> World:
     """Sample content plus one real lab; runs are created directly with a real-shaped summary."""
-    call_command("sync_content", verbosity=0)
+    call_command("sync_content", stdout=io.StringIO())  # print nothing
     lab = load_lab("ttft-vs-output-length")
     target = make_target("http://127.0.0.1:9")
     target.api_key = API_KEY
