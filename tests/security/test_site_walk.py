@@ -82,6 +82,8 @@ def variations(*, url: str, defaults: dict[str, list[str]], kinds: dict[str, str
             yield name, payload, {**defaults, name: [payload]}
     if names:  # wrong types: every field twice, its own value and a hostile one
         yield "<all>", "<repeated>", {**defaults, **{name: [*defaults[name], XSS] for name in names}}
+        # htmx asks for a fragment, rendered by other templates (partials) than the page's.
+        yield "<all>", HTMX, {**defaults, **{name: [MARKUP] for name in names}}
 
 
 def _is_number(text: str) -> bool:
@@ -91,6 +93,9 @@ def _is_number(text: str) -> bool:
         return False
     return True
 
+
+# The payload label of a request sent as htmx sends it (HX-Request), with markup in every field.
+HTMX = "markup, as htmx"
 
 # Bytes that are not UTF-8, percent-encoded and bare (the test client passes them through).
 INVALID_UTF8 = "%FF%FE%C3%28"
@@ -219,7 +224,8 @@ def fuzz_queries(world, crawl, findings: Findings) -> None:
         client = world.client_for(role)
         label = f"GET as {role}"
         for name, payload, data in variations(url=path, defaults=defaults, kinds={}, form=False):
-            response = client.get(f"{path}?{urlencode(data, doseq=True)}")
+            headers = {"HX-Request": "true"} if payload == HTMX else {}
+            response = client.get(f"{path}?{urlencode(data, doseq=True)}", headers=headers)
             findings.check(response, method=label, url=path, name=name, payload=payload)
         # Every parameter at once as bytes that are not UTF-8, percent-encoded and raw.
         for raw in (INVALID_UTF8, "\xff\xfe"):
@@ -244,8 +250,11 @@ def fuzz_forms(world, crawl, findings: Findings) -> None:
         defaults = form.defaults()
         label = f"{method.upper()} as {role}"
         for name, payload, data in variations(url=form.action, defaults=defaults, kinds=form.kinds, form=True):
-            response = client.post(form.action, data)
-            refused_check = payload != "<repeated>"
+            headers = {"HX-Request": "true"} if payload == HTMX else {}
+            response = client.post(form.action, data, headers=headers)
+            # htmx answers 200 for a refusal and for a success alike (it swaps only 2xx), so only a
+            # plain submit can tell a refused form by its status.
+            refused_check = payload not in {"<repeated>", HTMX}
             findings.check(
                 response, method=label, url=form.action, name=name, payload=payload, form_refused_check=refused_check
             )
