@@ -52,7 +52,8 @@ def payloads_for(*, kind: str, default: list[str]) -> list[str]:
 
 def variations(*, url: str, defaults: dict[str, list[str]], kinds: dict[str, str], form: bool):
     """(field, payload, data) to send: each field given each payload while the others keep their
-    defaults, then every field repeated (its valid value and a hostile one).
+    defaults; then every field repeated (its valid value and a hostile one), and markup in every
+    field sent as htmx sends it.
 
     The admin is Django's own, tested code; what is ours there is its configuration (filters,
     search and ordering fields, forms), so each field gets one payload per kind of failure: markup
