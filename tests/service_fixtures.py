@@ -17,6 +17,7 @@ from scripts.services import web_command
 from tests.conftest import ROOT, free_port
 
 OUTPUT = ROOT / "test-output"
+CELERY = [sys.executable, "-m", "celery", "-A", "config"]
 
 
 def worker_database_url() -> str:
@@ -182,11 +183,7 @@ def celery_worker(broker):
         env = service_env(redis_url=broker["url"], LAB_HEARTBEAT_S="1", **(extra_env or {}))
         process = subprocess.Popen(
             [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "config",
+                *CELERY,
                 "worker",
                 "-Q",
                 ",".join(queues),
@@ -230,11 +227,7 @@ def celery_beat(broker):
         env = service_env(redis_url=broker["url"], LAB_REAPER_EVERY_S=str(every_s))
         process = subprocess.Popen(
             [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "config",
+                *CELERY,
                 "beat",
                 "--loglevel",
                 "WARNING",

@@ -14,7 +14,7 @@ import pytest
 from scripts.services import web_command
 from tests.conftest import ROOT, free_port
 from tests.faults.conftest import Browser
-from tests.service_fixtures import OUTPUT, stop_process_group, wait_for
+from tests.service_fixtures import CELERY, OUTPUT, stop_process_group, wait_for
 
 pytestmark = [pytest.mark.slow]
 
@@ -81,7 +81,7 @@ def site_on_private_postgres(private_postgres, private_redis, scripted_engine, r
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         ))
         children.append(subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "target-scripted-gpu", "-c", "1",
+            [*CELERY, "worker", "-Q", "target-scripted-gpu", "-c", "1",
              "--without-gossip", "--without-mingle", "-n", f"pg-fault-{os.getpid()}@%h", "--loglevel", "WARNING"],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         ))
