@@ -288,3 +288,37 @@ def query_params(url: str) -> dict[str, list[str]]:
     for key, value in parse_qsl(urlsplit(url).query, keep_blank_values=True):
         params.setdefault(key, []).append(value)
     return params
+
+
+class _InlineScripts(HTMLParser):
+    """Script a Content-Security-Policy of script-src 'self' would block: <script> bodies and
+    on* event attributes. JSON data islands (type="application/json") are not run, so they pass."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[str] = []
+        self._open: bool = False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "script":
+            kind = (attrs.get("type") or "text/javascript").lower()
+            self._open = "src" not in attrs and kind not in {"application/json", "application/ld+json"}
+        for name, value in attrs.items():
+            if name.startswith("on"):
+                self.found.append(f"<{tag} {name}={value!r}>")
+
+    def handle_endtag(self, tag):
+        if tag == "script":
+            self._open = False
+
+    def handle_data(self, data):
+        if self._open and data.strip():
+            self.found.append(f"<script>{data.strip()[:60]}")
+
+
+def inline_scripts(html: str) -> list[str]:
+    parser = _InlineScripts()
+    parser.feed(html)
+    parser.close()
+    return parser.found

@@ -19,7 +19,7 @@ from django.urls import resolve
 
 from tests.security.conftest import API_KEY, PASSWORD
 from tests.security.crawl import ROLES, crawl_site
-from tests.security.site_map import concrete_urls, is_admin, route_of, site_routes
+from tests.security.site_map import concrete_urls, inline_scripts, is_admin, route_of, site_routes
 from tests.security.test_access_control import OFF_SITE, is_staff_route, stays_on_site
 
 # Every test here takes the database, so pytest-django keeps them together and the module's world
@@ -180,6 +180,17 @@ def test_staff_pages_refuse_learners_and_every_staff_page_is_marked(site_crawl):
         if statuses.get("staff") == 200 and statuses.get("learner") in (302, 403) and url not in staff_urls
     ]
     assert not unmarked, "staff-only pages not marked staff_only (core.access):\n" + "\n".join(sorted(unmarked))
+
+
+def test_no_page_needs_script_the_content_security_policy_blocks(site_crawl):
+    """Production's CSP runs scripts only from our own static files (script-src 'self'), so a
+    page with an inline script or an on* handler would break there: no page has one."""
+    found = [
+        f"{page.role} GET {page.url}: {', '.join(scripts)}"
+        for page in site_crawl.pages
+        if page.content_type.startswith("text/html") and (scripts := inline_scripts(page.body))
+    ]
+    assert not found, "inline script the CSP blocks:\n" + "\n".join(found)
 
 
 def test_no_next_parameter_the_site_honours_leads_off_the_site(world, site_crawl):
