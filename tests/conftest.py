@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sample_content import COURSE, LAB, LESSON, QUESTIONS
+from tests.sample_content import write_sample_content
 
 # Scripted engine, private broker and real Celery worker processes, for any test folder.
 pytest_plugins = ["tests.service_fixtures"]
@@ -77,21 +77,8 @@ def chromium_path() -> str | None:
 @pytest.fixture
 def content(tmp_path: Path, settings):
     """Point sync_content at the sample content files, copied into a temp dir."""
-    courses = tmp_path / "courses" / "content"
-    (courses / "lessons").mkdir(parents=True)
-    (courses / "course.toml").write_text(COURSE)
-    (courses / "lessons" / "first-lesson.md").write_text(LESSON.format(title="First lesson", other="second-lesson"))
-    (courses / "lessons" / "second-lesson.md").write_text(LESSON.format(title="Second lesson", other="first-lesson"))
-    questions = tmp_path / "questions" / "content"
-    questions.mkdir(parents=True)
-    concepts = Path(settings.BASE_DIR) / "questions" / "content" / "concepts.toml"
-    (questions / "concepts.toml").write_text(concepts.read_text())
-    (questions / "sample-set.toml").write_text(QUESTIONS)
-    labs = tmp_path / "labs" / "content"
-    labs.mkdir(parents=True)
-    (labs / "sample-lab.toml").write_text(LAB)
-    settings.CONTENT_DIRS = {"courses": courses, "questions": questions, "labs": labs}
-    return {"courses": courses, "questions": questions, "labs": labs}
+    settings.CONTENT_DIRS = write_sample_content(root=tmp_path, settings_base_dir=Path(settings.BASE_DIR))
+    return settings.CONTENT_DIRS
 
 
 @pytest.fixture(autouse=True)

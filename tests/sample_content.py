@@ -1,5 +1,7 @@
 """A small, complete set of content files (course, two lessons, a question set, a lab) for tests."""
 
+from pathlib import Path
+
 COURSE = """
 slug = "test-course"
 title = "Test course"
@@ -96,3 +98,22 @@ min = 1
 max = 1024
 help = "How many tokens to decode."
 """
+
+
+def write_sample_content(*, root: Path, settings_base_dir: Path) -> dict[str, Path]:
+    """The sample content files (a course of two lessons, a question set, a lab) under `root`."""
+    courses = root / "courses" / "content"
+    (courses / "lessons").mkdir(parents=True)
+    (courses / "course.toml").write_text(COURSE)
+    (courses / "lessons" / "first-lesson.md").write_text(LESSON.format(title="First lesson", other="second-lesson"))
+    (courses / "lessons" / "second-lesson.md").write_text(LESSON.format(title="Second lesson", other="first-lesson"))
+    questions = root / "questions" / "content"
+    questions.mkdir(parents=True)
+    (questions / "concepts.toml").write_text(
+        (settings_base_dir / "questions" / "content" / "concepts.toml").read_text()
+    )
+    (questions / "sample-set.toml").write_text(QUESTIONS)
+    labs = root / "labs" / "content"
+    labs.mkdir(parents=True)
+    (labs / "sample-lab.toml").write_text(LAB)
+    return {"courses": courses, "questions": questions, "labs": labs}

@@ -18,7 +18,7 @@ from questions.models import Attempt, Question
 from questions.services import submit_answer
 from tests.labs.test_checks import output_length_run
 from tests.labs.test_runs import load_lab, make_target
-from tests.sample_content import COURSE, LAB, LESSON, QUESTIONS
+from tests.sample_content import write_sample_content
 
 API_KEY = "sk-prefill-test-SECRET-123"
 PASSWORD = "a-long-test-password-42"
@@ -66,25 +66,6 @@ class World:
         return keys
 
 
-def _write_sample_content(root: Path, settings_base_dir: Path) -> dict[str, Path]:
-    """The sample content files of tests/conftest.py's `content` fixture, under `root`."""
-    courses = root / "courses" / "content"
-    (courses / "lessons").mkdir(parents=True)
-    (courses / "course.toml").write_text(COURSE)
-    (courses / "lessons" / "first-lesson.md").write_text(LESSON.format(title="First lesson", other="second-lesson"))
-    (courses / "lessons" / "second-lesson.md").write_text(LESSON.format(title="Second lesson", other="first-lesson"))
-    questions = root / "questions" / "content"
-    questions.mkdir(parents=True)
-    (questions / "concepts.toml").write_text(
-        (settings_base_dir / "questions" / "content" / "concepts.toml").read_text()
-    )
-    (questions / "sample-set.toml").write_text(QUESTIONS)
-    labs = root / "labs" / "content"
-    labs.mkdir(parents=True)
-    (labs / "sample-lab.toml").write_text(LAB)
-    return {"courses": courses, "questions": questions, "labs": labs}
-
-
 @pytest.fixture(scope="module")
 def module_world(django_db_setup, django_db_blocker, tmp_path_factory):
     """One world per test module, inside a transaction rolled back when the module ends; each
@@ -92,7 +73,7 @@ def module_world(django_db_setup, django_db_blocker, tmp_path_factory):
     the site is walked once per module, not once per test."""
     from django.conf import settings
 
-    dirs = _write_sample_content(tmp_path_factory.mktemp("content"), Path(settings.BASE_DIR))
+    dirs = write_sample_content(root=tmp_path_factory.mktemp("content"), settings_base_dir=Path(settings.BASE_DIR))
     with django_db_blocker.unblock():
         outer = transaction.atomic()
         outer.__enter__()
