@@ -64,9 +64,12 @@ def private_redis():
                 break
         except OSError:
             time.sleep(0.05)
-    yield {"url": url, "port": port, "process": process}
-    process.terminate()
-    process.wait(timeout=10)
+    instance = {"url": url, "port": port, "process": process, "dir": data_dir}
+    yield instance
+    # A test that restarted Redis put its new process here: stop that one, not only the first.
+    for running in {id(process): process, id(instance["process"]): instance["process"]}.values():
+        running.terminate()
+        running.wait(timeout=10)
     shutil.rmtree(data_dir, ignore_errors=True)
 
 

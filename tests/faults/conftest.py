@@ -132,10 +132,9 @@ def restart_redis(private_redis: dict, *, down_s: float = 0.0, during=None) -> N
     if during is not None:
         during()
     time.sleep(down_s)
-    data_dir = tempfile.mkdtemp(prefix="prefill-redis-")
     private_redis["process"] = subprocess.Popen(
         [shutil.which("redis-server"), "--bind", "127.0.0.1", "--port", str(private_redis["port"]),
-         "--dir", data_dir, "--save", "", "--appendonly", "no"],
+         "--dir", private_redis["dir"], "--save", "", "--appendonly", "no"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
