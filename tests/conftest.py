@@ -16,6 +16,21 @@ from tests.sample_content import write_sample_content
 pytest_plugins = ["tests.service_fixtures"]
 
 ROOT = Path(__file__).resolve().parent.parent
+# DB-touching fixtures of pytest-django: a test that uses none of them (and has no django_db mark)
+# is refused the database, so it runs the same whatever DATABASE_URL says.
+DATABASE_FIXTURES = {"db", "transactional_db", "django_db_setup", "live_server"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """`PREFILL_TEST_SCOPE=database` (CI's PostgreSQL pass) keeps only the tests that can reach
+    the database: the others already ran, identically, in the SQLite pass."""
+    if os.environ.get("PREFILL_TEST_SCOPE") != "database":
+        return
+    def reaches_database(item) -> bool:
+        return bool(item.get_closest_marker("django_db") or DATABASE_FIXTURES & set(item.fixturenames))
+
+    config.hook.pytest_deselected(items=[item for item in items if not reaches_database(item)])
+    items[:] = [item for item in items if reaches_database(item)]
 
 
 def free_port() -> int:
