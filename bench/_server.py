@@ -199,6 +199,20 @@ class BenchSite:
         if collectstatic:
             self.manage("collectstatic", "--noinput", "--verbosity", "0")
 
+    def start_scripted_target(self, *, name: str, engine_flags: Sequence[str]) -> str:
+        """Start the scripted engine and register it as target ``name``, as an operator would;
+        returns the engine's URL."""
+        port = free_port()
+        engine = self.children.start(
+            name="engine",
+            argv=[PYTHON, "-m", "workers.measure.scripted_engine", "--port", str(port), *engine_flags],
+            env=self.env,
+        )
+        wait_for_log_line(child=engine, needle="listening on")
+        url = f"http://127.0.0.1:{port}"
+        self.manage("target", "add", "--name", name, "--kind", "vllm", "--base-url", url, "--model", "scripted")
+        return url
+
     def start_gunicorn(self, *, port: int, workers: int = GUNICORN_WORKERS, threads: int = GUNICORN_THREADS) -> Child:
         child = self.children.start(
             name="gunicorn",

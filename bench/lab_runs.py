@@ -306,17 +306,7 @@ def main() -> int:
     with bench_site(name="labs", keep=args.keep, extra_redis_patterns=own_keys) as site:
         print("preparing a throwaway site (migrate, sync_content, collectstatic)…", flush=True)
         site.prepare(collectstatic=args.part != "latency")
-        engine_port = free_port()
-        engine = site.children.start(
-            name="engine",
-            argv=[PYTHON, "-m", "workers.measure.scripted_engine", "--port", str(engine_port), *ENGINE_FLAGS],
-            env=site.env,
-        )
-        wait_for_log_line(child=engine, needle="listening on")
-        engine_url = f"http://127.0.0.1:{engine_port}"
-        site.manage(
-            "target", "add", "--name", target_name, "--kind", "vllm", "--base-url", engine_url, "--model", "scripted"
-        )
+        engine_url = site.start_scripted_target(name=target_name, engine_flags=ENGINE_FLAGS)
         site.manage("target", "probe", target_name)
 
         os.environ.update(site.env)

@@ -699,17 +699,7 @@ def warm_worker(*, target: Any, content: Content, worker: Child) -> Any:
 
 def measure(*, args: argparse.Namespace, site: BenchSite, log: Callable[[str], None]) -> dict[str, Any]:
     site.prepare(collectstatic=True)
-    engine_port = free_port()
-    engine = site.children.start(
-        name="engine",
-        argv=[PYTHON, "-m", "workers.measure.scripted_engine", "--port", str(engine_port), *ENGINE_FLAGS],
-        env=site.env,
-    )
-    wait_for_log_line(child=engine, needle="listening on")
-    engine_url = f"http://127.0.0.1:{engine_port}"
-    site.manage(
-        "target", "add", "--name", args.target_name, "--kind", "vllm", "--base-url", engine_url, "--model", "scripted"
-    )
+    site.start_scripted_target(name=args.target_name, engine_flags=ENGINE_FLAGS)
     site.manage("target", "probe", args.target_name)
 
     os.environ.update(site.env)
