@@ -294,7 +294,7 @@ def _prompt_length_chart(
     ax.set_xlabel("prompt tokens (asked)")
     ax.set_ylabel("P50 TTFT", color=BLUE)
     ax.set_xlim(left=0)
-    ax.set_ylim(bottom=0)
+    _from_zero(ax)
     ax.yaxis.set_major_formatter(FuncFormatter(_seconds_tick))
     right = _twin(ax=ax)
     tpot_ms = [t * 1e3 if t is not None else None for t in tpot]
@@ -336,12 +336,12 @@ def _concurrency_chart(
             label="TPOT lower bound at batch 1",
         )
     ax.set_ylabel("P50 TPOT per request (ms)", color=ORANGE)
-    ax.set_ylim(bottom=0)
+    _from_zero(ax)
     _numeric_x(ax=ax, xs=xs, label="concurrency (requests in flight)", base=2)
     right = _twin(ax=ax)
     _line(ax=right, xs=xs, ys=aggregate, color=BLUE, marker="o", label="aggregate tokens/s (right)")
     right.set_ylabel("aggregate output tokens/s", color=BLUE)
-    right.set_ylim(bottom=0)
+    _from_zero(right)
     if knee is not None:
         ax.axvline(knee, color=GREEN, linestyle="--", linewidth=1.2, label=f"knee ≈ {_int(knee)}")
         ax.set_title(f"Batching pays until about {_int(knee)} concurrent requests")
@@ -397,7 +397,7 @@ def _rate_chart(*, steps: list[StepView], param: str | None, bound: Mapping[str,
         _line(ax=ax, xs=xs, ys=achieved, color=GREEN, marker="o", label="completed per minute")
         ax.plot(xs, xs, color=GREY, linestyle=":", linewidth=1, label="offered = completed")
         ax.set_ylabel("completed requests per minute", color=GREEN)
-        ax.set_ylim(bottom=0)
+        _from_zero(ax)
         saturation = saturation_rate(points=[(x, (a or 0.0) / x) for x, a in zip(xs, achieved, strict=True) if x > 0])
     ax.set_xlabel("offered rate (requests per minute)")
     right = _twin(ax=ax)
@@ -516,7 +516,7 @@ def _prefix_chart(*, steps: list[StepView], param: str | None, bound: Mapping[st
     ax.set_xticks(positions, labels=labels)
     ax.set_ylabel("P50 TTFT (bars)")
     ax.yaxis.set_major_formatter(FuncFormatter(_seconds_tick))
-    ax.set_ylim(bottom=0)
+    _from_zero(ax)
     ratio = prefix_ratio(steps=steps)
     ax.set_title(
         f"TTFT with a shared prefix is ×{significant(value=ratio, digits=2)} of unique prompts"
@@ -888,7 +888,7 @@ def compare_svg(*, runs: Sequence[Mapping[str, Any]], lab_slug: str | None = Non
     ax.set_ylabel(metric_name)
     if metric_name.endswith("TTFT"):
         ax.yaxis.set_major_formatter(FuncFormatter(_seconds_tick))
-    ax.set_ylim(bottom=0)
+    _from_zero(ax)
     title = f"{metric_name} across {len(kept)} run{'s' if len(kept) != 1 else ''}"
     if skipped:
         title += f" ({skipped} left out: a different sweep)"
@@ -1047,8 +1047,15 @@ def _seconds_y(*, ax: Axes, values: Sequence[float | None]) -> None:
         # Unlabelled minor ticks still cost a text layout each; the major decades are enough.
         ax.yaxis.set_minor_locator(NullLocator())
     else:
-        ax.set_ylim(bottom=0)
+        _from_zero(ax)
     ax.yaxis.set_major_formatter(FuncFormatter(_seconds_tick))
+
+
+def _from_zero(ax: Axes) -> None:
+    """A y axis from 0 with headroom over the highest point: autoscaling a nearly flat series
+    puts it, and its value labels, on the top edge, half cut off."""
+    top = ax.dataLim.ymax
+    ax.set_ylim(bottom=0, top=top * 1.15 if math.isfinite(top) and top > 0 else None)
 
 
 def _annotate_seconds(*, ax: Axes, xs: Sequence[float], ys: Sequence[float | None], color: str) -> None:
