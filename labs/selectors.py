@@ -60,11 +60,15 @@ def cost_per_million_output_tokens(*, run: LabRun) -> float | None:
     return float(price) / 3600 / throughput * 1_000_000
 
 
+# Bumped whenever the charts change look, so cached charts of finished runs are drawn anew.
+CHARTS_KEY_PREFIX = "run-charts:v2"
+
+
 def charts_for(*, run: LabRun) -> dict[str, str]:
     """SVG charts of a finished run, cached: a finished run never changes."""
     from labs import charts
 
-    key = f"run-charts:v1:{run.pk}:{run.finished_at.timestamp() if run.finished_at else 'live'}"
+    key = f"{CHARTS_KEY_PREFIX}:{run.pk}:{run.finished_at.timestamp() if run.finished_at else 'live'}"
     cached = cache.get(key) if run.finished_at else None
     if cached is not None:
         return cached
