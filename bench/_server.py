@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -45,6 +45,16 @@ def percentile(*, values: Sequence[float], fraction: float) -> float:
     ordered = sorted(values)
     index = max(0, min(len(ordered) - 1, round(fraction * len(ordered) + 0.5) - 1))
     return ordered[index]
+
+
+def run_benchmark(main: Callable[[], int]) -> None:
+    """A benchmark's entry point: its exit code, or 130 after Ctrl-C once every child has stopped
+    (the ``finally`` blocks that stop them run while the interrupt unwinds)."""
+    try:
+        raise SystemExit(main())
+    except KeyboardInterrupt:
+        print("\ninterrupted; every process this benchmark started has been stopped", file=sys.stderr)
+        raise SystemExit(130) from None
 
 
 def stop_on_sigterm() -> None:

@@ -48,6 +48,7 @@ from bench._server import (
     free_port,
     percentile,
     process_tree_cpu_s,
+    run_benchmark,
     stop_on_sigterm,
 )
 
@@ -334,8 +335,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    try:
-        raise SystemExit(main())
-    except KeyboardInterrupt:
-        print("\ninterrupted; every process this benchmark started has been stopped", file=sys.stderr)
-        raise SystemExit(130) from None
+    run_benchmark(main)
