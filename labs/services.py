@@ -146,8 +146,13 @@ def reap_stale_runs() -> dict[str, list[int]]:
             from labs.execution import release_dead_lock
 
             release_dead_lock(target=run.target, run_id=run.pk)
-            stored = run.requests.count()
-            if stored == 0 and run.requeue_count == 0 and not run.cancel_requested:
+            # Decided as the results and the message below count: a stored warm-up is not a
+            # measurement, so a run that only warmed up has lost nothing and is retried.
+            measured = run.requests.filter(warmup=False).count()
+            if measured == 0 and run.requeue_count == 0 and not run.cancel_requested:
+                # The next worker warms up again; a stale warm-up row would shift its indices
+                # and be exported as if it belonged to the retried run.
+                run.requests.all().delete()
                 run.status = LabRun.Status.QUEUED
                 run.requeue_count += 1
                 run.started_at = None
@@ -156,13 +161,11 @@ def reap_stale_runs() -> dict[str, list[int]]:
                 transaction.on_commit(lambda run_id=run.pk: dispatch_run(run_id=run_id))
                 outcome["requeued"].append(run.pk)
             else:
-                # Counted as the results count them: the warm-up is stored but not a measurement.
-                measured = run.requests.filter(warmup=False).count()
                 run.status = LabRun.Status.FAILED
                 run.finished_at = now
                 run.error = (
                     f"Worker lost: the process running this lab stopped. {measured} measured "
-                    f"request{'s' if measured != 1 else ''} are kept below."
+                    f"request{'s are' if measured != 1 else ' is'} kept below."
                 )
                 run.save(update_fields=["status", "finished_at", "error"])
                 from labs.execution import finalise_summary
