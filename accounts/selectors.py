@@ -25,3 +25,16 @@ def learner_activity(*, user: AbstractBaseUser) -> dict:
         "reviews_due": ReviewCard.objects.filter(user=user, due__lte=timezone.now()).count(),
         "lab_runs": LabRun.objects.filter(user=user).select_related("lab", "target").order_by("-created_at")[:20],
     }
+
+
+def learner_data_counts(*, user: AbstractBaseUser) -> dict:
+    """What the "Your data" and delete pages say Prefill holds, so the learner knows what goes."""
+    return {
+        "data_counts": {
+            "lessons": LessonProgress.objects.filter(user=user).count(),
+            "attempts": Attempt.objects.filter(user=user).count(),
+            "review_cards": ReviewCard.objects.filter(user=user).count(),
+            "lab_runs": LabRun.objects.filter(user=user).count(),
+        },
+        "active_runs": LabRun.objects.filter(user=user, status__in=LabRun.ACTIVE).count(),
+    }

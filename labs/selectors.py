@@ -7,7 +7,7 @@ from django.core.cache import cache
 from django.db.models import Count, Q
 
 from courses.rendering import RENDERER_VERSION, render_lesson_body
-from labs.models import InferenceTarget, Lab, LabRun, RunRequest
+from labs.models import CohortResult, InferenceTarget, Lab, LabRun, RunRequest
 
 
 def rendered_guide(*, lab: Lab) -> str:
@@ -180,6 +180,11 @@ def cohort_runs(*, lab: Lab):
         .select_related("user", "target")
         .order_by("-finished_at")[:50]
     )
+
+
+def cohort_former_results(*, lab: Lab):
+    """Anonymised aggregates left by learners who deleted their accounts (see CohortResult)."""
+    return CohortResult.objects.filter(lab=lab).select_related("target")[:50]
 
 
 def request_rows(*, run: LabRun, limit: int = 50) -> list[RunRequest]:
