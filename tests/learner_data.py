@@ -54,3 +54,33 @@ def give_history(*, user: User, lab: Lab, target: InferenceTarget, tag: str) -> 
         user=user, lab=lab, target=target, model_name=target.default_model, params=RUN_PARAMS, prediction=""
     )
     return History(user=user, attempts=attempts, runs=[LabRun.objects.get(pk=measured.pk), queued])
+
+
+def snapshot() -> dict:
+    """Every learner, graded answer, lab run and stored request, field by field, as JSON-ready
+    values: two databases with equal snapshots hold the same cohort."""
+    from labs.models import RunRequest
+
+    def when(value):
+        return value.isoformat() if value else None
+
+    return {
+        "learners": [
+            [u.pk, u.username, u.password, u.email, u.is_staff, when(u.date_joined)]
+            for u in User.objects.order_by("pk")
+        ],
+        "attempts": [
+            [a.pk, a.user_id, a.question.slug, a.answer, a.score, a.max_score, a.result, a.rubric_version,
+             when(a.created_at)]
+            for a in Attempt.objects.select_related("question").order_by("pk")
+        ],
+        "runs": [
+            [r.pk, r.user_id, r.lab.slug, r.target.name, r.status, r.params, r.prediction, r.summary,
+             r.result_meta, when(r.created_at), when(r.finished_at)]
+            for r in LabRun.objects.select_related("lab", "target").order_by("pk")
+        ],
+        "requests": [
+            [q.pk, q.run_id, q.index, q.warmup, q.ttft_s, q.tpot_s, q.e2e_s, q.output_tokens, q.record]
+            for q in RunRequest.objects.order_by("pk")
+        ],
+    }
