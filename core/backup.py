@@ -45,10 +45,10 @@ class Inventory:
 
     def sentence(self) -> str:
         return (
-            f"{self.learners} learner{'s' if self.learners != 1 else ''}, "
-            f"{self.attempts} graded answer{'s' if self.attempts != 1 else ''}, "
-            f"{self.lab_runs} lab run{'s' if self.lab_runs != 1 else ''}, "
-            f"{self.run_requests} measured request record{'s' if self.run_requests != 1 else ''}"
+            f"{self.learners:,} learner{'s' if self.learners != 1 else ''}, "
+            f"{self.attempts:,} graded answer{'s' if self.attempts != 1 else ''}, "
+            f"{self.lab_runs:,} lab run{'s' if self.lab_runs != 1 else ''}, "
+            f"{self.run_requests:,} measured request record{'s' if self.run_requests != 1 else ''}"
         )
 
 
