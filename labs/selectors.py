@@ -1,6 +1,7 @@
 import csv
 import io
 import json
+from datetime import UTC, datetime
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
@@ -174,17 +175,29 @@ def queue_dashboard() -> dict:
     return {"active": active, "failures": failures, "targets": targets}
 
 
+COHORT_SIZE = 50
+
+
 def cohort_runs(*, lab: Lab):
     return (
         LabRun.objects.filter(lab=lab, status=LabRun.Status.SUCCEEDED)
         .select_related("user", "target")
-        .order_by("-finished_at")[:50]
+        .order_by("-finished_at")[:COHORT_SIZE]
     )
 
 
-def cohort_former_results(*, lab: Lab):
-    """Anonymised aggregates left by learners who deleted their accounts (see CohortResult)."""
-    return CohortResult.objects.filter(lab=lab).select_related("target")[:50]
+def cohort_entries(*, lab: Lab) -> list[LabRun | CohortResult]:
+    """The cohort view's rows, newest first: current learners' succeeded runs, and the anonymised
+    aggregates learners left when they deleted their accounts (CohortResult, dated by day)."""
+
+    def when(entry: LabRun | CohortResult) -> datetime:
+        if isinstance(entry, CohortResult):
+            return datetime.combine(entry.finished_on, datetime.min.time(), tzinfo=UTC)
+        return entry.finished_at or entry.created_at
+
+    former = CohortResult.objects.filter(lab=lab).select_related("target")[:COHORT_SIZE]
+    entries: list[LabRun | CohortResult] = [*cohort_runs(lab=lab), *former]
+    return sorted(entries, key=when, reverse=True)[:COHORT_SIZE]
 
 
 def request_rows(*, run: LabRun, limit: int = 50) -> list[RunRequest]:

@@ -1,5 +1,3 @@
-from datetime import UTC, datetime
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -191,12 +189,6 @@ def queue_dashboard(request: HttpRequest) -> HttpResponse:
     return render(request, template, selectors.queue_dashboard())
 
 
-def _cohort_when(entry: "LabRun | CohortResult") -> datetime:
-    if isinstance(entry, CohortResult):
-        return datetime.combine(entry.finished_on, datetime.min.time(), tzinfo=UTC)
-    return entry.finished_at or entry.created_at
-
-
 @login_required
 @require_GET
 def cohort(request: HttpRequest, lab_slug: str) -> HttpResponse:
@@ -204,10 +196,7 @@ def cohort(request: HttpRequest, lab_slug: str) -> HttpResponse:
 
     lab = get_object_or_404(Lab.objects.live(), slug=lab_slug)
     show_names = request.user.is_staff
-    # Runs of current learners and the anonymised aggregates of former ones, newest first.
-    entries: list[LabRun | CohortResult] = [*selectors.cohort_runs(lab=lab), *selectors.cohort_former_results(lab=lab)]
-    entries.sort(key=_cohort_when, reverse=True)
-    entries = entries[:50]
+    entries = selectors.cohort_entries(lab=lab)
 
     def label(index: int, entry: LabRun | CohortResult) -> str:
         if isinstance(entry, CohortResult):
