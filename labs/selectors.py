@@ -89,7 +89,12 @@ def findings_for(*, run: LabRun) -> list:
 
     if not run.summary:
         return []
-    return evaluate(lab_slug=run.lab.slug, summary=run.summary, bound=decode_bound(run=run))
+    return evaluate(
+        lab_slug=run.lab.slug,
+        summary=run.summary,
+        bound=decode_bound(run=run),
+        measures_prefix_cache=bool(run.lab.spec.get("plan", {}).get("prompt_cache")),
+    )
 
 
 CSV_COLUMNS = [

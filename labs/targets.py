@@ -134,6 +134,7 @@ def probe_and_record(*, target_id: int) -> InferenceTarget:
             "tokenize": result.tokenize,
             "fresh_connection_per_stream": result.engine == "llamacpp",
             "metrics": result.metrics,
+            "cache_prompt": result.engine == "llamacpp",
         }
         target.engine_version = (result.engine_version or result.engine or "")[:100]
         if result.models and not target.model_names:

@@ -29,3 +29,15 @@ def rate(value) -> str:
     if value is None:
         return "–"
     return f"{float(value):,.1f}"
+
+
+@register.filter
+def cache_hits(cache: dict | None) -> str:
+    """A summary's prefix_cache as 'share of prompt tokens served from cache', '–' when the engine
+    reports nothing, so 'none' and 'unknown' never look alike."""
+    if not cache or not cache.get("prompt_tokens"):
+        return "–"
+    rate = float(cache["hit_rate"])
+    if rate == 0:
+        return "0%"
+    return f"{rate:.0%}" if rate >= 0.01 else "<1%"
