@@ -8,8 +8,6 @@ from django.db.models import Count, Q
 
 from courses.models import Course, Lesson, LessonProgress, Module
 from courses.rendering import RENDERER_VERSION, render_lesson_body
-from labs.models import Lab
-from questions.models import Question
 
 
 @dataclass(frozen=True)
@@ -128,23 +126,6 @@ def rendered_lesson(*, lesson: Lesson) -> dict:
             _LOCAL_RENDER_CACHE.pop(next(iter(_LOCAL_RENDER_CACHE)))
         _LOCAL_RENDER_CACHE[key] = rendered
     return rendered
-
-
-def lesson_progress_for(*, user: AbstractBaseUser | AnonymousUser, lesson: Lesson) -> LessonProgress | None:
-    if not user.is_authenticated:
-        return None
-    return LessonProgress.objects.filter(user=user, lesson=lesson).first()
-
-
-def linked_questions(*, slugs: list[str]) -> list[Question]:
-    """The lesson's practice questions in the order the lesson lists them."""
-    found = {q.slug: q for q in Question.objects.live().filter(slug__in=slugs).only("slug", "prompt", "difficulty")}
-    return [found[slug] for slug in slugs if slug in found]
-
-
-def linked_labs(*, slugs: list[str]) -> list[Lab]:
-    found = {lab.slug: lab for lab in Lab.objects.live().filter(slug__in=slugs).only("slug", "title", "objective")}
-    return [found[slug] for slug in slugs if slug in found]
 
 
 def lesson_ref_link(*, ref: str) -> tuple[str, str] | None:

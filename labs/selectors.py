@@ -19,6 +19,16 @@ def rendered_guide(*, lab: Lab) -> str:
     return html
 
 
+def labs_by_slug(*, slugs: list[str]) -> list[Lab]:
+    """Live labs in the order given (a lesson's "try it" list); unknown slugs are skipped."""
+    found = {lab.slug: lab for lab in Lab.objects.live().filter(slug__in=slugs).only("slug", "title", "objective")}
+    return [found[slug] for slug in slugs if slug in found]
+
+
+def lab_for_slug(*, slug: str) -> Lab | None:
+    return Lab.objects.live().filter(slug=slug).first()
+
+
 def runs_of(*, user: AbstractBaseUser, lab: Lab | None = None):
     runs = LabRun.objects.filter(user=user).select_related("lab", "target")
     if lab is not None:

@@ -7,7 +7,14 @@ from pathlib import Path
 
 from django.db import transaction
 
-from core.content import ContentError, SyncReport, save_changed
+from core.content import (
+    ContentError,
+    ContentReference,
+    ContentSyncPart,
+    SyncReport,
+    lesson_reference,
+    save_changed,
+)
 from questions.bank import BankError, load_bank
 from questions.models import Question, QuestionSet
 
@@ -102,3 +109,16 @@ def sync_questions(*, content_dir: Path) -> QuestionSyncResult:
         report.retired.append(row.slug)
     QuestionSet.objects.filter(retired=False).exclude(slug__in=live_sets).update(retired=True)
     return QuestionSyncResult(report=report, references=references)
+
+
+def sync_question_content(*, content_dir: Path) -> ContentSyncPart:
+    """The question bank for core's content pipeline: its slugs, and the lessons and labs it points at."""
+    result = sync_questions(content_dir=content_dir)
+    references: list[ContentReference] = []
+    for slug, ref in result.references.items():
+        where = f"{ref.path} question '{slug}'"
+        if ref.lesson:
+            references.append(lesson_reference(where=where, ref=ref.lesson))
+        if ref.lab:
+            references.append(ContentReference(where=where, kind="lab", slug=ref.lab))
+    return ContentSyncPart(report=result.report, provides={"question": set(result.references)}, references=references)

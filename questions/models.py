@@ -2,7 +2,7 @@ from django.conf import settings
 from django.db import models
 from django.urls import reverse
 
-from courses.models import ContentQuerySet
+from core.models import ContentQuerySet
 
 
 class QuestionSet(models.Model):

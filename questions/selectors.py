@@ -76,6 +76,12 @@ def may_see_model_answer(*, user: AbstractBaseUser | AnonymousUser, question: Qu
     )
 
 
+def questions_by_slug(*, slugs: list[str]) -> list[Question]:
+    """Live questions in the order given (a lesson's practice list, a lab's questions); unknown slugs are skipped."""
+    found = {q.slug: q for q in Question.objects.live().filter(slug__in=slugs).only("slug", "prompt", "difficulty")}
+    return [found[slug] for slug in slugs if slug in found]
+
+
 def follow_up_spec(*, question: Question, follow_up: str) -> dict | None:
     for item in question.spec.get("follow_ups", []):
         if item.get("slug") == follow_up:

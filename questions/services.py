@@ -3,6 +3,7 @@
 import time
 from datetime import timedelta
 
+from celery import current_app
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
@@ -17,6 +18,9 @@ from questions.review import schedule_review
 from questions.selectors import bank_question
 
 MAX_ANSWER_CHARS = 10_000
+# Registered by questions.tasks.judge_attempt; sent by name so this module need not import the
+# task that calls it back (the name is the one queued messages carry).
+JUDGE_ATTEMPT_TASK = "workers.tasks.judge_attempt"
 
 
 class RateLimited(Exception):
@@ -93,10 +97,8 @@ def judge_configured() -> bool:
 
 
 def _enqueue_judge(*, attempt_id: int) -> None:
-    from workers.tasks import judge_attempt
-
     try:
-        judge_attempt.delay(attempt_id=attempt_id)
+        current_app.send_task(JUDGE_ATTEMPT_TASK, kwargs={"attempt_id": attempt_id})
     except Exception:
         Attempt.objects.filter(pk=attempt_id).update(judge_status=Attempt.JudgeStatus.FAILED)
 

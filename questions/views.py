@@ -6,7 +6,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from courses.selectors import lesson_ref_link
-from labs.models import Lab
+from labs import selectors as lab_selectors
 from questions import selectors, services
 from questions.forms import AnswerForm, ChoiceAnswerForm, NumericAnswerForm
 from questions.models import Attempt, Question, QuestionSet
@@ -66,7 +66,7 @@ def _question_context(request: HttpRequest, question: Question, *, form=None, fo
                 else [],
             }
         )
-    lab = Lab.objects.live().filter(slug=question.lab_slug).first() if question.lab_slug else None
+    lab = lab_selectors.lab_for_slug(slug=question.lab_slug) if question.lab_slug else None
     return {
         "question": question,
         "spec": question.spec,

@@ -4,13 +4,13 @@ import logging
 
 from celery.signals import worker_ready
 
+from labs.services import reap_stale_runs
+
 logger = logging.getLogger(__name__)
 
 
 @worker_ready.connect
 def reap_on_start(sender=None, **kwargs) -> None:
-    from labs.services import reap_stale_runs
-
     try:
         outcome = reap_stale_runs()
     except Exception:
