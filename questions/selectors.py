@@ -1,33 +1,33 @@
 """Read-side queries for practice, and access to the parsed question bank."""
 
-from functools import lru_cache
-from pathlib import Path
-
-from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, Max, Q
 
-from questions.bank import Bank, load_bank
-from questions.models import Attempt, ModelAnswerReveal, Question, QuestionSet
+from questions.models import Attempt, ModelAnswerReveal, Question, QuestionSet, Rubric
 
 
-def _bank_fingerprint(content_dir: Path) -> tuple:
-    return tuple(sorted((path.name, path.stat().st_mtime_ns) for path in content_dir.glob("*.toml")))
+def current_rubric_version(*, question: Question, follow_up: str = "") -> str:
+    """The content hash of the rubric that grades new answers, as the question row names it."""
+    if follow_up:
+        item = follow_up_spec(question=question, follow_up=follow_up)
+        return item.get("rubric_version", "") if item else ""
+    return question.rubric_version
 
 
-@lru_cache(maxsize=4)
-def _load_bank_cached(content_dir: str, fingerprint: tuple) -> Bank:
-    return load_bank(content_dir=Path(content_dir))
+def current_rubric(*, question: Question, follow_up: str = "") -> Rubric | None:
+    """The rubric version that grades new answers (as last synced)."""
+    version = current_rubric_version(question=question, follow_up=follow_up)
+    return Rubric.objects.filter(question=question, content_hash=version).first()
 
 
-def current_bank() -> Bank:
-    """The bank as the files say now; re-parsed only when a file changed."""
-    content_dir = Path(settings.CONTENT_DIRS["questions"])
-    return _load_bank_cached(str(content_dir), _bank_fingerprint(content_dir))
-
-
-def bank_question(*, slug: str):
-    return current_bank().questions[slug]
+def attempt_criteria(*, attempt: Attempt) -> list[dict]:
+    """The criteria the attempt was graded against: its own rubric version, not today's."""
+    if attempt.rubric_id is not None:
+        return attempt.rubric.criteria
+    # Older than stored rubric versions and not linkable: the question's rubric is all we have.
+    if attempt.follow_up:
+        return (follow_up_spec(question=attempt.question, follow_up=attempt.follow_up) or {}).get("rubric", [])
+    return attempt.question.spec.get("rubric", [])
 
 
 def set_list(*, user: AbstractBaseUser | AnonymousUser) -> list[QuestionSet]:
@@ -60,7 +60,7 @@ def questions_in_set(*, question_set: QuestionSet, user: AbstractBaseUser | Anon
 
 
 def attempts_for(*, user: AbstractBaseUser, question: Question, follow_up: str | None = None):
-    attempts = Attempt.objects.filter(user=user, question=question)
+    attempts = Attempt.objects.filter(user=user, question=question).select_related("rubric")
     if follow_up is not None:
         attempts = attempts.filter(follow_up=follow_up)
     return attempts.order_by("-created_at")
