@@ -7,7 +7,6 @@ class LabsConfig(AppConfig):
 
     def ready(self) -> None:
         from core.content import register_content_source
-        from labs import signals  # noqa: F401 - connects the worker_ready handler
         from labs.content_sync import sync_lab_content
 
         register_content_source(name="labs", order=30, sync=sync_lab_content)

@@ -7,11 +7,16 @@ Services send tasks by name (labs.services.RUN_LAB_TASK) rather than importing t
 a task can call its service without the service importing the task back.
 """
 
+import logging
+
 from celery import shared_task
+from celery.signals import worker_ready
 
 from labs import services
 from labs.execution import execute_run
 from labs.targets import probe_and_record
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(
@@ -33,3 +38,17 @@ def reap_stale_runs() -> dict[str, list[int]]:
 @shared_task(name="workers.tasks.probe_target", ignore_result=True)
 def probe_target(*, target_id: int) -> None:
     probe_and_record(target_id=target_id)
+
+
+# Connected here, not in LabsConfig.ready: only a worker imports its tasks modules (Celery's
+# autodiscovery, before the worker is ready), so the web process never runs the reaper this way.
+@worker_ready.connect
+def reap_on_start(sender=None, **kwargs) -> None:
+    """Reap stale runs as soon as a worker is up instead of waiting for the first beat tick."""
+    try:
+        outcome = services.reap_stale_runs()
+    except Exception:
+        logger.exception("reaping stale runs at worker start failed")
+        return
+    if any(outcome.values()):
+        logger.info("reaped stale runs at start: %s", outcome)

@@ -10,6 +10,7 @@ the TOML files say now.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping
@@ -33,10 +34,10 @@ def rubric_spec(item: Question | FollowUp) -> dict[str, Any]:
     return {
         "format": SPEC_FORMAT,
         "type": item.type,
-        "rubric": [_criterion(c) for c in item.rubric],
-        "misconceptions": [_misconception(m) for m in item.misconceptions],
-        "choices": [{"text": c.text, "correct": c.correct, "why": c.why} for c in item.choices],
-        "numeric": _numeric(item.numeric) if item.numeric else None,
+        "rubric": [_plain(c) for c in item.rubric],
+        "misconceptions": [_plain(m) for m in item.misconceptions],
+        "choices": [_plain(c) for c in item.choices],
+        "numeric": _plain(item.numeric) if item.numeric else None,
         "concepts": {cid: list(item.concepts[cid].patterns) for cid in concept_ids},
         "contrasts": [list(group) for group in item.contrasts],
     }
@@ -63,8 +64,8 @@ def gradable_from(
         {cid: Concept(id=cid, patterns=tuple(patterns)) for cid, patterns in rubric["concepts"].items()}
     )
     contrasts = tuple(tuple(group) for group in rubric["contrasts"])
-    criteria = tuple(_criterion_from(c) for c in rubric["rubric"])
-    misconceptions = tuple(_misconception_from(m) for m in rubric["misconceptions"])
+    criteria = tuple(_build(Criterion, c) for c in rubric["rubric"])
+    misconceptions = tuple(_build(Misconception, m) for m in rubric["misconceptions"])
     if follow_up:
         item = next((f for f in question_spec.get("follow_ups", []) if f.get("slug") == follow_up), None)
         if item is None:
@@ -93,37 +94,19 @@ def gradable_from(
         rubric=criteria,
         misconceptions=misconceptions,
         follow_ups=(),
-        choices=tuple(Choice(**c) for c in rubric["choices"]),
-        numeric=NumericSpec(**numeric) if numeric else None,
+        choices=tuple(_build(Choice, c) for c in rubric["choices"]),
+        numeric=_build(NumericSpec, numeric) if numeric else None,
         concepts=concepts,
         contrasts=contrasts,
         rubric_version=version,
     )
 
 
-def _criterion(c: Criterion) -> dict[str, Any]:
-    return {
-        "id": c.id, "points": c.points, "earns": c.earns, "match": list(c.match), "feedback_met": c.feedback_met,
-        "feedback_missed": c.feedback_missed, "unless": list(c.unless), "scope": c.scope,
-    }
+def _plain(item: Any) -> dict[str, Any]:
+    """A flat bank dataclass (criterion, misconception, choice, numeric answer) as JSON: every
+    field, so a field the grader gains later is stored without touching this module."""
+    return {f.name: list(v) if isinstance(v := getattr(item, f.name), tuple) else v for f in dataclasses.fields(item)}
 
 
-def _criterion_from(data: Mapping[str, Any]) -> Criterion:
-    return Criterion(**{**data, "match": tuple(data["match"]), "unless": tuple(data["unless"])})
-
-
-def _misconception(m: Misconception) -> dict[str, Any]:
-    return {
-        "id": m.id, "correction": m.correction, "match": list(m.match), "voids": list(m.voids),
-        "unless": list(m.unless), "value": m.value,
-    }
-
-
-def _misconception_from(data: Mapping[str, Any]) -> Misconception:
-    return Misconception(
-        **{**data, "match": tuple(data["match"]), "voids": tuple(data["voids"]), "unless": tuple(data["unless"])}
-    )
-
-
-def _numeric(n: NumericSpec) -> dict[str, Any]:
-    return {"value": n.value, "unit": n.unit, "tolerance": n.tolerance, "solution": n.solution, "points": n.points}
+def _build(cls: type, data: Mapping[str, Any]) -> Any:
+    return cls(**{key: tuple(value) if isinstance(value, list) else value for key, value in data.items()})
