@@ -64,6 +64,15 @@ def course_outline(*, user: AbstractBaseUser | AnonymousUser) -> dict:
     return {"course": course, "modules": modules, "course_progress": course_progress}
 
 
+def completed_lessons(*, user: AbstractBaseUser):
+    """The learner's finished lessons, most recent first."""
+    return (
+        LessonProgress.objects.filter(user=user, completed_at__isnull=False, lesson__retired=False)
+        .select_related("lesson")
+        .order_by("-completed_at")
+    )
+
+
 def home_context(*, user: AbstractBaseUser | AnonymousUser) -> dict:
     context = course_outline(user=user)
     context["continue_lesson"] = continue_lesson(user=user)

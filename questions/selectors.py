@@ -2,8 +2,9 @@
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, Max, Q
+from django.utils import timezone
 
-from questions.models import Attempt, ModelAnswerReveal, Question, QuestionSet, Rubric
+from questions.models import Attempt, ModelAnswerReveal, Question, QuestionSet, ReviewCard, Rubric
 
 
 def current_rubric_version(*, question: Question, follow_up: str = "") -> str:
@@ -64,6 +65,22 @@ def attempts_for(*, user: AbstractBaseUser, question: Question, follow_up: str |
     if follow_up is not None:
         attempts = attempts.filter(follow_up=follow_up)
     return attempts.order_by("-created_at")
+
+
+def recent_attempts(*, user: AbstractBaseUser, limit: int) -> list[Attempt]:
+    return list(
+        Attempt.objects.filter(user=user).select_related("question", "question__question_set").order_by("-created_at")[
+            :limit
+        ]
+    )
+
+
+def attempt_count(*, user: AbstractBaseUser) -> int:
+    return Attempt.objects.filter(user=user).count()
+
+
+def reviews_due_count(*, user: AbstractBaseUser) -> int:
+    return ReviewCard.objects.filter(user=user, due__lte=timezone.now()).count()
 
 
 def may_see_model_answer(*, user: AbstractBaseUser | AnonymousUser, question: Question) -> bool:

@@ -5,14 +5,17 @@ together by a function-level import still means neither module can be understood
 at the top of a file) without the other.
 
 An edge goes from a module to every project module it names: `from labs.tasks import run_lab`
-and `from labs import tasks` both point at `labs.tasks`. Packages' `__init__` files that a
-dotted import runs on the way are not edges: they are empty or re-export their own children.
+and `from labs import tasks` both point at `labs.tasks`. The parent packages a dotted import
+runs on the way (`questions/grading/__init__.py` for `questions.grading.units`) are not edges,
+as in import-linter and grimp.
 
-Two levels are checked:
+Checked:
 - modules: no cycle at all;
 - apps: no cycle between the apps' domain code (models, selectors, services, tasks, ...). Views,
   URLs, admin, template tags and management commands compose several apps for one page or one
-  command, so they may read another app (through its selectors) without making it a dependency.
+  command, so they may read another app (through its selectors) without making it a dependency;
+- `core` imports no feature app, and no feature app imports another one's models (it reads
+  through that app's selectors).
 """
 
 import ast
@@ -154,6 +157,22 @@ def test_core_imports_no_feature_app():
     assert core_imports_of_feature_apps(import_graph(ROOT, PROJECT_PACKAGES)) == []
 
 
+def other_apps_models_imported(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        if module.split(".")[0] in FEATURE_APPS
+        for target in targets
+        if target.split(".")[0] in FEATURE_APPS
+        and target.split(".")[0] != module.split(".")[0]
+        and target.split(".")[1:2] == ["models"]
+    )
+
+
+def test_apps_read_each_others_data_through_selectors_not_models():
+    assert other_apps_models_imported(import_graph(ROOT, PROJECT_PACKAGES)) == []
+
+
 def test_lesson_page_reads_questions_and_labs_through_their_selectors():
     graph = import_graph(ROOT, PROJECT_PACKAGES)
     other_apps = {"labs", "questions"}
@@ -211,6 +230,10 @@ def test_a_planted_cycle_between_apps_and_a_core_to_feature_import_are_reported(
     assert find_cycle(graph) is None  # no module cycle: only the apps knot
     assert find_cycle(app_graph(graph)) == ["courses", "labs", "courses"]
     assert core_imports_of_feature_apps(graph) == ["core.health imports courses.models"]
+    assert other_apps_models_imported(graph) == [
+        "courses.selectors imports labs.models",
+        "labs.models imports courses.models",
+    ]
 
 
 def test_a_view_reading_another_app_is_not_an_app_dependency(tmp_path):
