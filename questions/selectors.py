@@ -21,6 +21,22 @@ def current_rubric(*, question: Question, follow_up: str = "") -> Rubric | None:
     return Rubric.objects.filter(question=question, content_hash=version).first()
 
 
+# What a version kept from before rubrics were stored in full (migration 0002) has in common
+# with a full one: enough to tell whether the learner-facing rubric changed since.
+_LEGACY_FIELDS = ("type", "rubric", "misconceptions", "choices", "numeric")
+
+
+def graded_with_an_earlier_rubric(*, attempt: Attempt) -> bool:
+    current = current_rubric(question=attempt.question, follow_up=attempt.follow_up)
+    if attempt.rubric is None or current is None:
+        return attempt.rubric_version != current_rubric_version(question=attempt.question, follow_up=attempt.follow_up)
+    if attempt.rubric_id == current.pk:
+        return False
+    if "concepts" not in attempt.rubric.spec:
+        return any(attempt.rubric.spec.get(key) != current.spec.get(key) for key in _LEGACY_FIELDS)
+    return True
+
+
 def attempt_criteria(*, attempt: Attempt) -> list[dict]:
     """The criteria the attempt was graded against: its own rubric version, not today's."""
     if attempt.rubric_id is not None:

@@ -162,9 +162,7 @@ def attempt_detail(request: HttpRequest, attempt_id: int) -> HttpResponse:
         "follow_up_spec": selectors.follow_up_spec(question=question, follow_up=attempt.follow_up)
         if attempt.follow_up
         else None,
-        "stale_rubric": attempt.rubric_version != selectors.current_rubric_version(
-            question=question, follow_up=attempt.follow_up
-        ),
+        "stale_rubric": selectors.graded_with_an_earlier_rubric(attempt=attempt),
     }
     return render(request, "questions/attempt.html", context)
 

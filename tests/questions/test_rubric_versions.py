@@ -96,3 +96,27 @@ def test_a_version_is_unique_per_question(synced):
     rubric = Rubric.objects.filter(follow_up="").first()
     with pytest.raises(IntegrityError):
         Rubric.objects.create(question=rubric.question, content_hash=rubric.content_hash, spec={})
+
+
+def test_an_attempt_linked_by_the_migration_is_stale_only_if_its_criteria_changed(client, synced, user):
+    """Versions kept by migration 0002 lack the concepts, so their hash differs from every full
+    version; the mark sheet compares what the learner sees instead."""
+    question = Question.objects.get(slug="sample-question")
+    current = Rubric.objects.get(question=question, content_hash=question.rubric_version)
+    legacy_fields = ("type", "rubric", "misconceptions", "choices", "numeric")
+    same = Rubric.objects.create(
+        question=question, content_hash="0ld-same", spec={key: current.spec[key] for key in legacy_fields}
+    )
+    reworded = {key: current.spec[key] for key in legacy_fields}
+    reworded["rubric"] = [{**reworded["rubric"][0], "earns": "An older wording."}, *reworded["rubric"][1:]]
+    older = Rubric.objects.create(question=question, content_hash="0ld-reworded", spec=reworded)
+    fields = {"user": user, "question": question, "answer": STRONG, "score": 3, "max_score": 3, "result": {}}
+    unchanged_attempt = Attempt.objects.create(rubric=same, rubric_version="0ld-same", **fields)
+    changed_attempt = Attempt.objects.create(rubric=older, rubric_version="0ld-reworded", **fields)
+    client.force_login(user)
+
+    unchanged_page = client.get(unchanged_attempt.get_absolute_url()).content.decode()
+    assert "earlier version of the rubric" not in unchanged_page
+    changed_page = client.get(changed_attempt.get_absolute_url()).content.decode()
+    assert "graded against an earlier version of the rubric" in changed_page
+    assert "An older wording." in changed_page and OLD_EARNS not in changed_page
