@@ -14,7 +14,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from courses.inference.units import format_seconds, significant
+from courses.inference.units import (
+    number_or_missing,
+    rate_or_missing,
+    seconds_or_missing,
+    significant,
+)
 from labs.charts import (
     KNEE_GAIN_PER_DOUBLING,
     KNEE_TPOT_GROWTH,
@@ -995,11 +1000,11 @@ def _count(summary: Mapping[str, Any], name: str) -> int:
 
 
 def _s(value: float | None) -> str:
-    return format_seconds(value=value) if value is not None else "n/a"
+    return seconds_or_missing(value)
 
 
 def _t(value: float | None) -> str:
-    return f"{significant(value=value)} tokens/s" if value else "n/a"
+    return rate_or_missing(value, unit="tokens/s")
 
 
 def _r(value: float) -> str:
@@ -1007,6 +1012,4 @@ def _r(value: float) -> str:
 
 
 def _n(value: float | None) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:,.0f}" if float(value).is_integer() else significant(value=value)
+    return number_or_missing(value)

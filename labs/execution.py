@@ -27,7 +27,8 @@ from django.utils import timezone
 
 from labs.models import InferenceTarget, LabRun, RunRequest
 from labs.plans import PlanError, Step, build_steps
-from labs.services import target_limits
+from labs.selectors import charts_for
+from labs.targets import target_limits
 from workers.measure import Capabilities, RequestRecord, TargetSpec, fresh_seed, measure
 from workers.measure.metrics import combine_prefix_cache, prefix_cache_from_server_metrics, summarize
 
@@ -353,8 +354,6 @@ def _measure_steps(run: LabRun) -> str:
 
 def _predraw_charts(*, run: LabRun, finished_at: datetime) -> None:
     """Draw and cache the results charts under the key the finished run will have."""
-    from labs.selectors import charts_for
-
     run.finished_at = finished_at
     try:
         charts_for(run=run)

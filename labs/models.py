@@ -1,7 +1,7 @@
 from django.db import models
 from django.urls import reverse
 
-from courses.models import ContentQuerySet
+from core.models import ContentQuerySet
 
 
 class Lab(models.Model):

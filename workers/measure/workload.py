@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -280,16 +279,6 @@ async def prompt_tokens_from_server(http: httpx.AsyncClient, *, target: TargetSp
     usage = data if api.is_ollama else (data.get("usage") or {})
     value = usage.get("prompt_eval_count" if api.is_ollama else "prompt_tokens")
     return int(value) if isinstance(value, int) else None
-
-
-@dataclass
-class PromptReport:
-    """How prompt lengths were controlled, for the result."""
-
-    method: str  # "tokenize" | "calibrated" | "estimate"
-    tokens_per_word: float
-    template_overhead: int = 0
-    calibration_requests: int = 0
 
 
 class PromptFactory:
