@@ -1,4 +1,4 @@
-"""Inference targets: registering, probing, and the hardware spec behind speed-of-light bounds."""
+"""Inference targets: registering, probing, their limits, and the hardware spec behind speed-of-light bounds."""
 
 import asyncio
 from dataclasses import dataclass
@@ -7,7 +7,8 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 from django.utils.text import slugify
 
-from courses.inference.specs import UnknownSlugError, get_gpu, gpu_slugs
+from courses.inference.math import model_weight_bytes
+from courses.inference.specs import UnknownSlugError, get_gpu, get_model, gpu_slugs, model_slugs
 from labs.models import InferenceTarget
 from workers.measure import probe
 
@@ -17,6 +18,15 @@ API_FOR_KIND = {
     InferenceTarget.Kind.OPENAI_COMPATIBLE: InferenceTarget.Api.OPENAI_CHAT,
     InferenceTarget.Kind.OLLAMA: InferenceTarget.Api.OLLAMA_GENERATE,
 }
+
+
+def target_limits(target: InferenceTarget) -> dict[str, int]:
+    """What one run on this target may ask for; the plan of a run is built within these."""
+    return {
+        "max_requests_per_run": target.max_requests_per_run,
+        "max_run_seconds": target.max_run_seconds,
+        "max_concurrency": target.max_concurrency,
+    }
 
 
 @dataclass(frozen=True)
@@ -44,9 +54,6 @@ def hardware_from_catalogue(*, slug: str) -> Hardware:
 
 def weight_bytes_from_catalogue(*, spec: str) -> float:
     """'llama-3.2-1b:bf16' -> the bytes a decode step reads for that model at that precision."""
-    from courses.inference.math import model_weight_bytes
-    from courses.inference.specs import get_model, model_slugs
-
     slug, _, precision = spec.partition(":")
     try:
         model = get_model(slug=slug)
@@ -134,6 +141,7 @@ def probe_and_record(*, target_id: int) -> InferenceTarget:
             "tokenize": result.tokenize,
             "fresh_connection_per_stream": result.engine == "llamacpp",
             "metrics": result.metrics,
+            "cache_prompt": result.engine == "llamacpp",
         }
         target.engine_version = (result.engine_version or result.engine or "")[:100]
         if result.models and not target.model_names:

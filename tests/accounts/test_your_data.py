@@ -13,9 +13,10 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 
-from accounts.services import EXPORT_SCHEMA_VERSION, RUN_CSV_COLUMNS
+from accounts.services import EXPORT_SCHEMA_VERSION
 from courses.models import LessonProgress
 from labs.models import CohortResult, LabRun, RunRequest
+from labs.selectors import RUNS_CSV_COLUMNS
 from questions.models import Attempt, ReviewCard
 from tests.labs.test_runs import load_lab, make_target
 from tests.learner_data import give_history
@@ -133,7 +134,7 @@ def test_the_csv_lists_the_learners_own_runs_with_their_figures(cohort):
     response = logged_in(ada.user).get("/accounts/me/data/lab-runs.csv")
     assert response["Content-Type"] == "text/csv; charset=utf-8"
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
-    assert list(rows[0]) == RUN_CSV_COLUMNS
+    assert list(rows[0]) == RUNS_CSV_COLUMNS
     assert [int(row["run_id"]) for row in rows] == [run.pk for run in ada.runs]
     measured, queued = rows
     assert measured["status"] == "succeeded" and measured["measured_requests"] == "2"

@@ -107,13 +107,19 @@ def test_a_backup_restored_into_an_empty_database_gives_back_every_learner_attem
 
     made = manage("backup", "--output", str(backup_file), database_url=source)
     assert made.returncode == 0, made.stderr
-    held = "4 learners, 6 graded answers, 6 lab runs, 9 measured request records"
-    assert f"Backed up {held} to {backup_file}" in made.stdout
+    assert f" to {backup_file} (" in made.stdout.splitlines()[0]
+    listed = made.stdout.splitlines()[1:]
+    for line in ("  auth.User: 4", "  questions.Attempt: 6", "  labs.LabRun: 6", "  labs.RunRequest: 9",
+                 "  courses.LessonProgress: 6", "  questions.ReviewCard: 3"):
+        assert line in listed, made.stdout
     assert backup_file.stat().st_size > 0
 
     restored = manage("restore", str(backup_file), database_url=empty_database)
     assert restored.returncode == 0, restored.stderr
-    assert f"Restored {held} from {backup_file}" in restored.stdout
+    assert f"from {backup_file}:" in restored.stdout.splitlines()[0]
+    assert made.stdout.splitlines()[0].split(" to ")[0].replace("Backed up", "Restored") in restored.stdout
+    # Every table holds as many rows as the backup said, and nothing is reported missing.
+    assert restored.stdout.splitlines()[1 : 1 + len(listed)] == listed
 
     assert snapshot_of(empty_database) == populated
     # The restored schema is complete: nothing left for migrate to do.

@@ -45,6 +45,8 @@ class ProbeResult:
             # llama.cpp's server drops back-to-back streams on reused keep-alive connections.
             fresh_connection_per_stream=self.engine == "llamacpp",
             metrics=self.metrics,
+            # llama.cpp's server takes ``cache_prompt`` per request.
+            cache_prompt=self.engine == "llamacpp",
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -590,7 +590,8 @@ class ScriptedEngine:
         self.counters.queue_time_sum += start - received_at
         self.counters.queue_time_count += 1
         cached = 0
-        if cfg.prefix_cache:
+        # llama.cpp's per-request switch: cache_prompt false recomputes the whole prompt.
+        if cfg.prefix_cache and body.get("cache_prompt", True) is not False:
             ids = [1] * chat_overhead + [i for t in texts for i in count_tokens(t)]
             cached = self._cached_tokens(ids)
         self.counters.prefix_queries += prompt_tokens

@@ -24,4 +24,5 @@ class Command(BaseCommand):
         except BackupError as error:
             raise CommandError(str(error)) from None
         size_mb = path.stat().st_size / 1e6
-        self.stdout.write(self.style.SUCCESS(f"Backed up {held.sentence()} to {path} ({size_mb:.1f} MB)."))
+        self.stdout.write(self.style.SUCCESS(f"Backed up {held.sentence()} to {path} ({size_mb:.1f} MB):"))
+        self.stdout.write("\n".join(held.lines()))

@@ -22,5 +22,6 @@ class Command(BaseCommand):
             held = restore_database(source=backup, replace=replace)
         except BackupError as error:
             raise CommandError(str(error)) from None
-        self.stdout.write(self.style.SUCCESS(f"Restored {held.sentence()} from {backup}."))
+        self.stdout.write(self.style.SUCCESS(f"Restored {held.sentence()} from {backup}:"))
+        self.stdout.write("\n".join(held.lines()))
         self.stdout.write("If the backup came from an older Prefill, run `manage.py migrate` before starting the site.")
