@@ -97,7 +97,8 @@ def engines_from_env(*, environ: Mapping[str, str]) -> list[EngineFromEnv]:
         try:
             gpu = get_gpu(slug=slug)
         except UnknownSlugError:
-            errors.append(f"GPU_HARDWARE={slug!r} is not in the hardware catalogue; use one of: {', '.join(gpu_slugs())}")
+            known = ", ".join(gpu_slugs())
+            errors.append(f"GPU_HARDWARE={slug!r} is not in the hardware catalogue; use one of: {known}")
     price = None
     if raw_price := get("GPU_PRICE_PER_HOUR"):
         try:
