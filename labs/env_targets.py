@@ -120,7 +120,9 @@ def engines_from_env(*, environ: Mapping[str, str]) -> list[EngineFromEnv]:
         try:
             validate_engine_url(url)
         except ValidationError:
-            errors.append(f"{url_var}={url!r} is not an http:// or https:// address of the engine, e.g. http://vllm:8000")
+            errors.append(
+                f"{url_var}={url!r} is not an http:// or https:// address of the engine, e.g. http://vllm:8000"
+            )
         models = [m.strip() for m in get(models_var).split(",") if m.strip()]
         if not models:
             errors.append(
