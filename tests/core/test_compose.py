@@ -4,6 +4,8 @@ import os
 import re
 import shutil
 import subprocess
+import sys
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
@@ -215,3 +217,35 @@ def test_an_engine_left_out_of_env_registers_no_target():
     services = compose_with_env({"VLLM_URL": "", "OLLAMA_URL": ""}, "config").stdout
     env = yaml.safe_load(services)["services"]["web"]["environment"]
     assert env["VLLM_URL"] == "" and env["OLLAMA_URL"] == ""
+
+
+def test_web_turns_healthy_under_production_settings_so_the_worker_starts(tmp_path):
+    """The worker waits for web's health check, so the check must pass with the instructor's own
+    ALLOWED_HOSTS: run it against the production settings with compose's environment for web."""
+    web = gpu_config(ALLOWED_HOSTS="prefill.example.org")["services"]["web"]
+    test = web["healthcheck"]["test"]
+    assert test[:3] == ["CMD", "curl", "-fsS"]
+    headers = dict(test[i + 1].split(": ", 1) for i, arg in enumerate(test) if arg == "-H")
+    url = urlsplit(test[-1])
+    probe = (
+        "import django; django.setup()\n"
+        "from django.test import Client\n"
+        f"client = Client(HTTP_HOST={url.netloc!r}, "
+        + ", ".join(f"HTTP_{name.upper().replace('-', '_')}={value!r}" for name, value in headers.items())
+        + ")\n"
+        f"response = client.get({url.path!r})\n"
+        "print(response.status_code)\n"
+    )
+    env = {
+        **os.environ,
+        **web["environment"],
+        # Production refuses ENV's repetitive validation key.
+        "SECRET_KEY": "health-check-" + "".join(chr(ord("a") + i % 26) for i in range(50)),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'health.sqlite3'}",
+        "REDIS_URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
+        "PREFILL_VAR_DIR": str(tmp_path),
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.stdout.strip() == "200", result.stderr[-2000:]
