@@ -1,9 +1,11 @@
 """Inference targets: registering, probing, their limits, and the hardware spec behind speed-of-light bounds."""
 
 import asyncio
+import re
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -36,6 +38,27 @@ class Hardware:
     memory_bandwidth_bytes_s: float | None
     peak_flops: float | None
     memory_bytes: float | None
+
+
+class EngineURLValidator(URLValidator):
+    """Django's URL check, also accepting host names without a dot: engines are reached by compose
+    service name (`http://vllm:8000`) or a LAN host name (`http://gpu-box:8000`), which Django's
+    own validator refuses for want of a top-level domain."""
+
+    host_re = "(" + URLValidator.hostname_re + URLValidator.domain_re + "(?:" + URLValidator.tld_re + ")?|localhost)"
+    regex = re.compile(
+        r"^(?:[a-z0-9.+-]*)://"
+        r"(?:[^\s:@/]+(?::[^\s:@/]*)?@)?"
+        r"(?:" + URLValidator.ipv4_re + "|" + URLValidator.ipv6_re + "|" + host_re + ")"
+        r"(?::[0-9]{1,5})?"
+        r"(?:[/?#][^\s]*)?"
+        r"\Z",
+        re.IGNORECASE,
+    )
+    schemes = ["http", "https"]
+
+
+validate_engine_url = EngineURLValidator()
 
 
 def hardware_from_catalogue(*, slug: str) -> Hardware:
@@ -112,7 +135,11 @@ def upsert_target(
         target = InferenceTarget(name=name, slug=_unique_slug(name))
     for key, value in fields.items():
         setattr(target, key, value)
-    target.full_clean()
+    try:
+        validate_engine_url(base_url)
+    except ValidationError:
+        raise ValidationError(f"Base URL '{base_url}' is not an http:// or https:// address.") from None
+    target.full_clean(exclude=["base_url"])
     target.save()
     return target
 

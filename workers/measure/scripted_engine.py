@@ -558,7 +558,10 @@ class ScriptedEngine:
             forced = False
         else:
             max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
-            forced = bool(body.get("ignore_eos")) or int(body.get("min_tokens") or 0) >= max_tokens
+            # Real Ollama's /v1 accepts ignore_eos and min_tokens and ignores them.
+            forced = cfg.flavor != "ollama" and (
+                bool(body.get("ignore_eos")) or int(body.get("min_tokens") or 0) >= max_tokens
+            )
         n_tokens = max_tokens if forced or cfg.eos_after is None else min(max_tokens, cfg.eos_after)
         finish = "length" if n_tokens == max_tokens else "stop"
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
