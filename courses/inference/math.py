@@ -33,7 +33,12 @@ Modelling choices (each is a decision, written down so a lesson can quote it):
   2 x layers x heads x head_dim x P x (P + 1) (token i attends to i tokens); bytes = weights read
   once + the KV written. Time >= max(FLOPs / peak, bytes / bandwidth).
 - Every bound is a speed of light: peak numbers, perfect overlap, no kernel launch or scheduling
-  cost, no communication. Real engines reach 50-80 % of the memory bound in decode.
+  cost, no communication. The course plans with ONE achievable range for decode,
+  `ACHIEVABLE_BANDWIDTH_FRACTION` = 60-80 % of the memory bound (a tuned GPU engine, a model of
+  7B or more, batch 1; small models and CPU engines sit lower). It is a rule of thumb tied to the
+  model bandwidth utilisation (MBU) measure of Databricks' "LLM Inference Performance
+  Engineering: Best Practices" (2023), not a datasheet constant; lessons, labs and rubrics all
+  quote this one range (the roofline lesson's "How close real engines get").
 """
 
 from __future__ import annotations
@@ -53,6 +58,8 @@ KV_PRECISIONS: tuple[str, ...] = ("fp16", "bf16", "fp8", "int8")
 INT4_GROUP_SIZE = 128
 INT4_SCALE_BYTES = 2
 RUNTIME_RESERVE_FRACTION = 0.10
+# Fraction of the decode memory bound a tuned GPU engine reaches (see the module docstring).
+ACHIEVABLE_BANDWIDTH_FRACTION: tuple[float, float] = (0.60, 0.80)
 SECONDS_PER_HOUR = 3600
 
 _BYTES: dict[str, float] = {
@@ -91,6 +98,26 @@ def weight_bytes(*, params: int, precision: str) -> float:
 def model_weight_bytes(*, model: Model, precision: str) -> float:
     """Bytes to hold every parameter (all experts of an MoE) at `precision`."""
     return weight_bytes(params=model.params_total, precision=precision)
+
+
+def embedding_params(*, model: Model) -> int:
+    """Parameters in the input embedding table plus the LM head (one table when tied)."""
+    return model.vocab_size * model.hidden_size * (1 if model.tied_embeddings else 2)
+
+
+def checkpoint_weight_bytes(*, model: Model, precision: str) -> float:
+    """Bytes of a quantized checkpoint as it is usually published: embeddings and head in 16-bit.
+
+    vLLM's FP8 mode and most GPTQ/AWQ checkpoints quantize the transformer layers and keep the
+    embedding table and LM head in BF16; the lessons' tables use this convention (Llama 3.1 8B:
+    9.08 GB FP8, 5.70 GB int4-g128; Llama 3.1 70B: 39.5 GB int4-g128).
+    """
+    sixteen_bit = bytes_per_element(precision="bf16")
+    if bytes_per_element(precision=precision) >= sixteen_bit:
+        return model_weight_bytes(model=model, precision=precision)
+    embeddings = embedding_params(model=model)
+    body = model.params_total - embeddings
+    return body * bytes_per_element(precision=precision) + embeddings * sixteen_bit
 
 
 def kv_bytes_per_token(*, layers: int, kv_heads: int, head_dim: int, kv_precision: str) -> float:
@@ -232,6 +259,31 @@ def prefill_flops(*, model: Model, prompt_tokens: int) -> float:
         * model.head_dim
         * prompt_tokens
         * (prompt_tokens + 1)
+    )
+    return matmuls + attention
+
+
+def prefill_chunk_flops(*, model: Model, prior_tokens: int, chunk_tokens: int) -> float:
+    """FLOPs of one chunked-prefill step: `chunk_tokens` new tokens after `prior_tokens` cached.
+
+    The weight matmuls cost 2 x active params per new token, as for any prefill, but each new
+    token at position i also attends to all i tokens before and including it, so a late chunk of
+    a long prompt pays attention over everything prefilled so far:
+    4 x layers x heads x head_dim x sum(prior+1 .. prior+chunk)
+    = 2 x layers x heads x head_dim x chunk x (2 x prior + chunk + 1). With prior 0 this is
+    `prefill_flops`; summed over all chunks it is too.
+    """
+    _require_positive(chunk_tokens=chunk_tokens)
+    if prior_tokens < 0:
+        raise ValueError(f"prior_tokens must not be negative, got {prior_tokens}")
+    matmuls = 2 * model.params_active * chunk_tokens
+    attention = (
+        2
+        * model.layers
+        * model.attention_heads
+        * model.head_dim
+        * chunk_tokens
+        * (2 * prior_tokens + chunk_tokens + 1)
     )
     return matmuls + attention
 
@@ -382,6 +434,23 @@ def speculative_expected_tokens(*, acceptance: float, draft_tokens: int) -> floa
     if acceptance == 1:
         return float(draft_tokens + 1)
     return (1 - acceptance ** (draft_tokens + 1)) / (1 - acceptance)
+
+
+def speculative_draft_acceptance_rate(*, acceptance: float, draft_tokens: int) -> float:
+    """Accepted drafted tokens / drafted tokens: alpha (1 - alpha^k) / (k (1 - alpha)).
+
+    What vLLM's counters give as num_accepted_tokens / num_draft_tokens. It is not alpha: a
+    rejection at position i throws away the drafts after it even if they would have matched, so
+    later positions are accepted less often (0.59 at alpha 0.8, k 4). The per-round figure that
+    predicts speed is the mean acceptance length, `speculative_expected_tokens`
+    (1 + num_accepted_tokens / num_drafts in vLLM's counters).
+    """
+    if not 0 <= acceptance <= 1:
+        raise ValueError(f"acceptance must be in [0, 1], got {acceptance}")
+    _require_positive(draft_tokens=draft_tokens)
+    if acceptance == 1:
+        return 1.0
+    return acceptance * (1 - acceptance**draft_tokens) / (draft_tokens * (1 - acceptance))
 
 
 def speculative_speedup(*, acceptance: float, draft_tokens: int, draft_cost: float) -> float:
