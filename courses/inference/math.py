@@ -49,14 +49,19 @@ from typing import Literal
 
 from courses.inference.specs import Gpu, Model
 
-Precision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
-PRECISIONS: tuple[str, ...] = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
+Precision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4", "mxfp4", "nvfp4"]
+PRECISIONS: tuple[str, ...] = ("fp32", "fp16", "bf16", "fp8", "int8", "int4", "mxfp4", "nvfp4")
 # Weight formats a serving engine runs a model in (fp32 inference is not a serving setup).
-WEIGHT_PRECISIONS: tuple[str, ...] = ("fp16", "bf16", "fp8", "int8", "int4")
+WEIGHT_PRECISIONS: tuple[str, ...] = ("fp16", "bf16", "fp8", "int8", "int4", "mxfp4", "nvfp4")
 KV_PRECISIONS: tuple[str, ...] = ("fp16", "bf16", "fp8", "int8")
 
 INT4_GROUP_SIZE = 128
 INT4_SCALE_BYTES = 2
+# OCP Microscaling MXFP4: E2M1 values, one E8M0 (1-byte) scale per block of 32 -> 4.25 bits.
+# NVIDIA NVFP4: E2M1 values, one FP8 E4M3 (1-byte) scale per block of 16 -> 4.5 bits (plus one
+# FP32 scale per tensor, negligible).
+MXFP4_BLOCK = 32
+NVFP4_BLOCK = 16
 RUNTIME_RESERVE_FRACTION = 0.10
 # Fraction of the decode memory bound a tuned GPU engine reaches (see the module docstring).
 ACHIEVABLE_BANDWIDTH_FRACTION: tuple[float, float] = (0.60, 0.80)
@@ -69,6 +74,8 @@ _BYTES: dict[str, float] = {
     "fp8": 1.0,
     "int8": 1.0,
     "int4": 0.5 + INT4_SCALE_BYTES / INT4_GROUP_SIZE,
+    "mxfp4": 0.5 + 1 / MXFP4_BLOCK,
+    "nvfp4": 0.5 + 1 / NVFP4_BLOCK,
 }
 
 Bound = Literal["memory", "compute"]
@@ -127,18 +134,64 @@ def kv_bytes_per_token(*, layers: int, kv_heads: int, head_dim: int, kv_precisio
     return 2 * layers * kv_heads * head_dim * bytes_per_element(precision=kv_precision)
 
 
-def model_kv_bytes_per_token(*, model: Model, kv_precision: str) -> float:
+def mla_kv_bytes_per_token(
+    *, layers: int, kv_lora_rank: int, qk_rope_head_dim: int, kv_precision: str
+) -> float:
+    """MLA caches one latent of kv_lora_rank plus one shared RoPE key per layer, not 2 x heads x d.
+
+    DeepSeek-V2 (arXiv:2405.04434) section 2.1: the cache per token per layer is
+    (d_c + d_h^R) elements; keys and values for every head are re-expanded from the latent (or the
+    expansion is absorbed into the query and output projections at decode).
+    """
+    _require_positive(layers=layers, kv_lora_rank=kv_lora_rank, qk_rope_head_dim=qk_rope_head_dim)
+    _require_precision(precision=kv_precision, allowed=PRECISIONS, what="kv_precision")
+    return layers * (kv_lora_rank + qk_rope_head_dim) * bytes_per_element(precision=kv_precision)
+
+
+def _layer_kv_bytes_per_token(*, model: Model, layers: int, kv_precision: str) -> float:
+    if layers == 0:
+        return 0.0
+    if model.is_mla:
+        return mla_kv_bytes_per_token(
+            layers=layers,
+            kv_lora_rank=model.kv_lora_rank,
+            qk_rope_head_dim=model.qk_rope_head_dim,
+            kv_precision=kv_precision,
+        )
     return kv_bytes_per_token(
-        layers=model.layers,
-        kv_heads=model.kv_heads,
-        head_dim=model.head_dim,
-        kv_precision=kv_precision,
+        layers=layers, kv_heads=model.kv_heads, head_dim=model.head_dim, kv_precision=kv_precision
+    )
+
+
+def model_kv_bytes_per_token(*, model: Model, kv_precision: str) -> float:
+    """KV bytes one token adds while the context is shorter than any sliding window.
+
+    GQA: 2 x layers x KV heads x head dim x bytes; MLA: layers x (kv_lora_rank + rope dim) x
+    bytes. For a model with sliding-window layers, beyond the window only the full-attention
+    layers keep growing: see `kv_bytes_per_sequence` and `long_context_kv_bytes_per_token`.
+    """
+    return _layer_kv_bytes_per_token(model=model, layers=model.layers, kv_precision=kv_precision)
+
+
+def long_context_kv_bytes_per_token(*, model: Model, kv_precision: str) -> float:
+    """KV bytes each token adds once the context is past every sliding window."""
+    return _layer_kv_bytes_per_token(
+        model=model, layers=model.full_attention_layers, kv_precision=kv_precision
     )
 
 
 def kv_bytes_per_sequence(*, model: Model, kv_precision: str, context: int) -> float:
+    """KV cache of one sequence of `context` tokens.
+
+    Full-attention layers hold every token; sliding-window layers hold at most the window (an
+    engine that frees blocks outside the window, as vLLM's hybrid allocator does, reaches this).
+    """
     _require_positive(context=context)
-    return model_kv_bytes_per_token(model=model, kv_precision=kv_precision) * context
+    full = long_context_kv_bytes_per_token(model=model, kv_precision=kv_precision) * context
+    sliding = _layer_kv_bytes_per_token(
+        model=model, layers=model.sliding_window_layers, kv_precision=kv_precision
+    )
+    return full + sliding * min(context, model.sliding_window)
 
 
 def runtime_reserve_bytes(*, gpu_memory_bytes: float) -> float:
@@ -181,6 +234,15 @@ def peak_compute(*, gpu: Gpu, precision: str) -> Peak:
     sixteen = Peak(flops=gpu.peak_16bit_flops, label="BF16/FP16", note="16-bit tensor cores")
     if precision in ("fp16", "bf16"):
         return sixteen
+    if precision in ("mxfp4", "nvfp4"):
+        if gpu.peak_fp4_flops is not None:
+            return Peak(flops=gpu.peak_fp4_flops, label="FP4", note="FP4 tensor cores (W4A4)")
+        return Peak(
+            flops=gpu.peak_16bit_flops,
+            label="BF16/FP16",
+            note=f"{gpu.name} has no FP4 tensor cores: {precision} weights are dequantised to "
+            "16-bit before the matmul (weight-only)",
+        )
     if precision == "int4":
         return Peak(
             flops=gpu.peak_16bit_flops,
@@ -230,18 +292,63 @@ def expected_experts_touched(*, experts: int, experts_per_token: int, tokens: in
 
 
 def params_read(*, model: Model, tokens: int) -> float:
-    """Parameters a forward pass over `tokens` tokens reads: shared ones plus touched experts."""
+    """Parameters a forward pass over `tokens` tokens reads: shared ones plus touched experts.
+
+    Shared parameters (attention, embeddings, dense layers, shared experts, routers) are read
+    once; each MoE layer reads the expected number of distinct routed experts its tokens touch.
+    """
     if not model.is_moe:
         return float(model.params_total)
     touched = expected_experts_touched(
         experts=model.experts, experts_per_token=model.experts_per_token, tokens=tokens
     )
-    return model.params_shared + model.layers * touched * model.params_per_expert
+    return model.params_shared + model.moe_layers * touched * model.params_per_expert
+
+
+def attention_pair_flops(*, model: Model, absorbed: bool) -> float:
+    """FLOPs for one query token against one cached token in one layer (QK^T plus AV).
+
+    GQA: 2 x heads x head_dim for the scores plus the same for the values, 4 x heads x head_dim.
+    MLA as prefill runs it (keys and values expanded per head): 2 x heads x (qk dim + v dim).
+    MLA as decode kernels run it (FlashMLA; the expansion absorbed into the query and output
+    projections): every head scores against the 576-wide cached entry and sums 512-wide latents,
+    2 x heads x ((kv_lora_rank + rope) + kv_lora_rank), which is why MLA decode attention does
+    far more arithmetic per cached byte than GQA.
+    """
+    heads = model.attention_heads
+    if not model.is_mla:
+        return 4 * heads * model.head_dim
+    if absorbed:
+        return 2 * heads * (2 * model.kv_lora_rank + model.qk_rope_head_dim)
+    return 2 * heads * (model.head_dim + model.value_head_dim)
+
+
+def _keys_attended(*, first: int, last: int, window: int) -> int:
+    """Sum over query positions first..last (1-based) of the keys each sees, capped at `window`."""
+    if last < first:
+        return 0
+
+    def total(n: int) -> int:  # sum_{i=1..n} min(i, window)
+        if not window or n <= window:
+            return n * (n + 1) // 2
+        return window * (window + 1) // 2 + (n - window) * window
+
+    return total(last) - total(first - 1)
+
+
+def attended_pairs(*, model: Model, first: int, last: int) -> int:
+    """(query, key) pairs over all layers for query positions first..last (1-based, causal)."""
+    full = model.full_attention_layers * _keys_attended(first=first, last=last, window=0)
+    sliding = model.sliding_window_layers * _keys_attended(
+        first=first, last=last, window=model.sliding_window
+    )
+    return full + sliding
 
 
 def attention_flops_per_token(*, model: Model, context: int) -> float:
-    """QK^T plus AV for one new token attending to `context` tokens, all layers."""
-    return 4 * model.layers * model.attention_heads * model.head_dim * context
+    """QK^T plus AV for one new token attending to `context` tokens, all layers (decode)."""
+    pairs = attended_pairs(model=model, first=context, last=context)
+    return attention_pair_flops(model=model, absorbed=True) * pairs
 
 
 def decode_flops_per_token(*, model: Model, context: int) -> float:
@@ -250,17 +357,16 @@ def decode_flops_per_token(*, model: Model, context: int) -> float:
 
 
 def prefill_flops(*, model: Model, prompt_tokens: int) -> float:
+    """2 x active params per token plus causal attention: token i attends to i tokens.
+
+    For a GQA model without windows the attention term is 2 x layers x heads x head_dim x P x
+    (P + 1); sliding-window layers cap each token's keys at the window, and MLA uses its
+    expanded (non-absorbed) per-head widths.
+    """
     _require_positive(prompt_tokens=prompt_tokens)
     matmuls = 2 * model.params_active * prompt_tokens
-    attention = (
-        2
-        * model.layers
-        * model.attention_heads
-        * model.head_dim
-        * prompt_tokens
-        * (prompt_tokens + 1)
-    )
-    return matmuls + attention
+    pairs = attended_pairs(model=model, first=1, last=prompt_tokens)
+    return matmuls + attention_pair_flops(model=model, absorbed=False) * pairs
 
 
 def prefill_chunk_flops(*, model: Model, prior_tokens: int, chunk_tokens: int) -> float:
@@ -277,15 +383,8 @@ def prefill_chunk_flops(*, model: Model, prior_tokens: int, chunk_tokens: int) -
     if prior_tokens < 0:
         raise ValueError(f"prior_tokens must not be negative, got {prior_tokens}")
     matmuls = 2 * model.params_active * chunk_tokens
-    attention = (
-        2
-        * model.layers
-        * model.attention_heads
-        * model.head_dim
-        * chunk_tokens
-        * (2 * prior_tokens + chunk_tokens + 1)
-    )
-    return matmuls + attention
+    pairs = attended_pairs(model=model, first=prior_tokens + 1, last=prior_tokens + chunk_tokens)
+    return matmuls + attention_pair_flops(model=model, absorbed=False) * pairs
 
 
 @dataclass(frozen=True, slots=True)
