@@ -297,7 +297,7 @@ def test_figures_command_renders_to_a_file(tmp_path):
 
 
 def test_moe_weights_read_refuses_a_dense_model():
-    with pytest.raises(FigureError, match="Llama 3.1 8B is dense"):
+    with pytest.raises(FigureError, match=r"Llama 3\.1 8B is dense"):
         render_figure(
             name="moe_weights_read", args={"models": "deepseek-v3,llama-3.1-8b"}, alt="x"
         )
