@@ -147,6 +147,16 @@ def linked_labs(*, slugs: list[str]) -> list[Lab]:
     return [found[slug] for slug in slugs if slug in found]
 
 
+def lesson_ref_section(*, ref: str) -> tuple[str, str, int] | None:
+    """(url, lesson title, reading minutes) for a `slug#anchor` reference, or None when not live."""
+    slug, _, anchor = ref.partition("#")
+    lesson = Lesson.objects.live().filter(slug=slug).only("slug", "title", "minutes").first()
+    if lesson is None:
+        return None
+    url = lesson.get_absolute_url()
+    return (f"{url}#{anchor}" if anchor else url, lesson.title, lesson.minutes)
+
+
 def lesson_ref_link(*, ref: str) -> tuple[str, str] | None:
     """(url, lesson title) for a `slug#anchor` reference, or None when the lesson is not live."""
     slug, _, anchor = ref.partition("#")

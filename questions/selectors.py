@@ -59,6 +59,13 @@ def questions_in_set(*, question_set: QuestionSet, user: AbstractBaseUser | Anon
     return questions
 
 
+def set_siblings(*, question: Question) -> list[Question]:
+    """The other live questions of the question's set, in the set's order ("Also asked about")."""
+    return list(
+        question.question_set.questions.live().exclude(pk=question.pk).only("slug", "prompt", "order")
+    )
+
+
 def attempts_for(*, user: AbstractBaseUser, question: Question, follow_up: str | None = None):
     attempts = Attempt.objects.filter(user=user, question=question)
     if follow_up is not None:
