@@ -111,6 +111,10 @@ def _progress(*, user: AbstractBaseUser, lessons) -> Progress:
     return Progress(done=counts["done"], total=counts["total"])
 
 
+def lesson_progress(*, user: AbstractBaseUser, lesson: Lesson) -> LessonProgress | None:
+    return LessonProgress.objects.filter(user=user, lesson=lesson).first()
+
+
 def module_progress(*, user: AbstractBaseUser, module: Module) -> Progress:
     return _progress(user=user, lessons=Lesson.objects.live().filter(module=module))
 

@@ -90,7 +90,7 @@ def test_the_four_sets_hold_at_least_twenty_questions_linked_to_their_lessons(ba
     for set_slug, lesson in NEW_SETS.items():
         for question in sets[set_slug].questions:
             assert question.lesson.split("#")[0] == lesson, question.slug
-            assert question.type in ("free_text", "numeric")
+            assert question.type in ("free_text", "numeric", "multiple_choice")
             assert question.follow_ups, question.slug
             if question.type == "free_text":
                 assert question.misconceptions, question.slug
@@ -99,7 +99,10 @@ def test_the_four_sets_hold_at_least_twenty_questions_linked_to_their_lessons(ba
 def test_every_new_model_answer_scores_full_marks(bank):
     for question in _new_questions(bank):
         for item in [question, *question.follow_ups]:
-            result = grade(question=item, answer=item.model_answer)
+            answer = item.model_answer
+            if item.type == "multiple_choice":
+                answer = ",".join(str(i) for i, c in enumerate(item.choices) if c.correct)
+            result = grade(question=item, answer=answer)
             missed = [c.id for c in result.criteria if not c.met]
             assert result.fraction == 1.0, (item.slug, missed, result.capped_reason)
             assert result.misconceptions == (), item.slug

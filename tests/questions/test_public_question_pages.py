@@ -41,10 +41,10 @@ def test_anonymous_visitor_sees_the_seed_format(client, repository_content):
     assert "The section that teaches this is Attention kernels and long context, 30 minutes." in text
     assert "Also asked about Attention kernels & long context" in page
     siblings = Question.objects.live().filter(question_set=question.question_set).exclude(pk=question.pk)
-    assert siblings.count() == 4
+    assert siblings.count() == 5
     for other in siblings:
         assert other.prompt in page
-    assert "All 5 questions on Attention kernels & long context" in page
+    assert "All 6 questions on Attention kernels & long context" in page
     assert "to answer and get feedback" in page
 
 
