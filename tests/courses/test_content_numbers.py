@@ -533,6 +533,31 @@ def _answer_reload() -> str:
     )
 
 
+def _answer_ridge() -> str:
+    gpu = get_gpu(slug="h100-sxm")
+    ridge = im.ridge_point(
+        peak_flops=gpu.peak_16bit_flops, bandwidth_bytes_per_s=gpu.memory_bandwidth_bytes_per_s
+    )
+    return f"About {ridge:.0f} FLOP per byte"
+
+
+def _answer_int4_8b() -> str:
+    size = im.checkpoint_weight_bytes(model=get_model(slug="llama-3.1-8b"), precision="int4")
+    return f"About {size / GB:.2f} GB."
+
+
+def _answer_fp8_h200_tokens() -> str:
+    model, gpu = get_model(slug="llama-3.1-70b"), get_gpu(slug="h200")
+    free = gpu.memory_bytes * 0.9 - im.model_weight_bytes(model=model, precision="fp8")
+    tokens = free / im.model_kv_bytes_per_token(model=model, kv_precision="bf16")
+    return f"About {round(tokens, -3):,.0f} tokens. [skip] which leaves {free / GB:.1f} GB"
+
+
+def _answer_decode_8b() -> str:
+    rate = _h100_8b_decode(batch=1, context=1).per_sequence_tokens_per_s
+    return f"About {rate:.0f} tokens/s"
+
+
 ANSWER_CASES: list[tuple[str, Callable[[], str], Path]] = [
     ("int4-70b-fp8-vs-int4", _int4_70b, QUESTIONS / "quantization-inference-optimisation.toml"),
     ("int4-70b-tradeoff", _int4_70b_tradeoff, QUESTIONS / "quantization-inference-optimisation.toml"),
@@ -542,6 +567,10 @@ ANSWER_CASES: list[tuple[str, Callable[[], str], Path]] = [
     ("mla-kib", _answer_mla_kib, QUESTIONS / "attention-long-context.toml"),
     ("nvfp4-70b", _answer_nvfp4, QUESTIONS / "low-precision.toml"),
     ("kv-reload", _answer_reload, QUESTIONS / "serving-features.toml"),
+    ("ridge-check", _answer_ridge, QUESTIONS / "lesson-checks.toml"),
+    ("int4-8b-check", _answer_int4_8b, QUESTIONS / "lesson-checks.toml"),
+    ("fp8-h200-check", _answer_fp8_h200_tokens, QUESTIONS / "lesson-checks.toml"),
+    ("decode-8b-check", _answer_decode_8b, QUESTIONS / "lesson-checks.toml"),
 ]
 
 

@@ -23,11 +23,19 @@ def _check_url(question: str, lesson: str = "moe-and-expert-parallelism") -> str
     return f"/learn/lessons/{lesson}/checks/{question}/"
 
 
-def test_lessons_list_their_checks_from_the_front_matter(repository_content):
+def test_every_lesson_has_two_or_three_short_checks(repository_content):
+    from questions.models import Question
+
     lesson = Lesson.objects.get(slug="moe-and-expert-parallelism")
     assert lesson.checks == [CHOICE, NUMERIC]
-    for slug in ("attention-kernels-long-context", "low-precision-fp8-fp4", "serving-features"):
-        assert len(Lesson.objects.get(slug=slug).checks) >= 2
+    lessons = list(Lesson.objects.live())
+    assert len(lessons) == 18
+    for lesson in lessons:
+        assert 2 <= len(lesson.checks) <= 3, lesson.slug
+        kinds = set(Question.objects.live().filter(slug__in=lesson.checks).values_list("kind", flat=True))
+        assert Question.objects.live().filter(slug__in=lesson.checks).count() == len(lesson.checks)
+        # Short questions: a number or a choice, answered in a line.
+        assert kinds <= {"numeric", "multiple_choice"}, (lesson.slug, kinds)
 
 
 def test_a_learner_sees_the_checks_with_forms_and_no_answer_yet(client, repository_content, user):
