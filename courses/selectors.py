@@ -111,6 +111,10 @@ def _progress(*, user: AbstractBaseUser, lessons) -> Progress:
     return Progress(done=counts["done"], total=counts["total"])
 
 
+def lesson_progress(*, user: AbstractBaseUser, lesson: Lesson) -> LessonProgress | None:
+    return LessonProgress.objects.filter(user=user, lesson=lesson).first()
+
+
 def module_progress(*, user: AbstractBaseUser, module: Module) -> Progress:
     return _progress(user=user, lessons=Lesson.objects.live().filter(module=module))
 
@@ -175,6 +179,16 @@ def rendered_lesson(*, lesson: Lesson) -> dict:
             cache.set(key, rendered, timeout=None)
         _LOCAL_RENDER_CACHE.put(key, rendered)
     return rendered
+
+
+def lesson_ref_section(*, ref: str) -> tuple[str, str, int] | None:
+    """(url, lesson title, reading minutes) for a `slug#anchor` reference, or None when not live."""
+    slug, _, anchor = ref.partition("#")
+    lesson = Lesson.objects.live().filter(slug=slug).only("slug", "title", "minutes").first()
+    if lesson is None:
+        return None
+    url = lesson.get_absolute_url()
+    return (f"{url}#{anchor}" if anchor else url, lesson.title, lesson.minutes)
 
 
 def lesson_ref_link(*, ref: str) -> tuple[str, str] | None:

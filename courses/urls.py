@@ -10,5 +10,6 @@ urlpatterns = [
     path("course/<slug:course_slug>/", views.course_detail, name="course"),
     path("lessons/<slug:lesson_slug>/", views.lesson_detail, name="lesson"),
     path("lessons/<slug:lesson_slug>/done/", views.lesson_done, name="lesson-done"),
+    path("lessons/<slug:lesson_slug>/checks/<slug:question_slug>/", views.lesson_check, name="lesson-check"),
     *calculator_urlpatterns,
 ]

@@ -76,6 +76,25 @@ def questions_in_set(*, question_set: QuestionSet, user: AbstractBaseUser | Anon
     return questions
 
 
+def lesson_checks(*, user: AbstractBaseUser | AnonymousUser, slugs: list[str]) -> list[dict]:
+    """A lesson's in-place checks: each live question in the given order with the learner's latest
+    main-answer attempt (None before they answer, and always None for an anonymous visitor)."""
+    found = {q.slug: q for q in Question.objects.live().filter(slug__in=slugs)}
+    questions = [found[slug] for slug in slugs if slug in found]
+    latest: dict[int, Attempt] = {}
+    if user.is_authenticated and questions:
+        for attempt in Attempt.objects.filter(user=user, follow_up="", question__in=questions).order_by("-created_at"):
+            latest.setdefault(attempt.question_id, attempt)
+    return [{"question": question, "latest": latest.get(question.pk)} for question in questions]
+
+
+def set_siblings(*, question: Question) -> list[Question]:
+    """The other live questions of the question's set, in the set's order ("Also asked about")."""
+    return list(
+        question.question_set.questions.live().exclude(pk=question.pk).only("slug", "prompt", "order")
+    )
+
+
 def attempts_for(*, user: AbstractBaseUser, question: Question, follow_up: str | None = None):
     attempts = Attempt.objects.filter(user=user, question=question).select_related("rubric")
     if follow_up is not None:

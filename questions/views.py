@@ -5,7 +5,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from courses.selectors import lesson_ref_link
+from courses.selectors import lesson_ref_link, lesson_ref_section
 from labs import selectors as lab_selectors
 from questions import selectors, services
 from questions.forms import AnswerForm, ChoiceAnswerForm, NumericAnswerForm
@@ -65,6 +65,10 @@ def _question_context(request: HttpRequest, question: Question, *, form=None, fo
             }
         )
     lab = lab_selectors.lab_for_slug(slug=question.lab_slug) if question.lab_slug else None
+    # Anonymous visitors get the public interview-prep page (answer, follow-ups, what gets marked
+    # up, the set's other questions); a signed-in learner still answers before seeing the answer.
+    public_page = not user.is_authenticated
+    siblings = selectors.set_siblings(question=question)
     return {
         "question": question,
         "spec": question.spec,
@@ -75,7 +79,11 @@ def _question_context(request: HttpRequest, question: Question, *, form=None, fo
         "follow_ups": follow_ups,
         "history": [attempt for attempt in attempts if not attempt.follow_up][:10],
         "lesson_link": lesson_ref_link(ref=question.lesson_ref) if question.lesson_ref else None,
+        "lesson_section": lesson_ref_section(ref=question.lesson_ref) if question.lesson_ref else None,
         "lab": lab,
+        "public_page": public_page,
+        "siblings": siblings,
+        "set_total": len(siblings) + 1,
     }
 
 
