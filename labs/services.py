@@ -4,7 +4,6 @@ import logging
 import time
 from datetime import timedelta
 
-from celery import current_app
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
@@ -13,6 +12,7 @@ from django.db import transaction
 from django.db.models import Avg, F, Q
 from django.utils import timezone
 
+from core.queueing import send
 from labs.execution import finalise_summary, release_dead_lock
 from labs.models import CohortResult, InferenceTarget, Lab, LabRun
 from labs.plans import PlanError, build_steps, planned_requests
@@ -74,7 +74,7 @@ def dispatch_run(*, run_id: int) -> None:
     """Send the run's task to its target's own queue (one worker, concurrency 1, per queue)."""
     run = LabRun.objects.select_related("target").get(pk=run_id)
     try:
-        current_app.send_task(RUN_LAB_TASK, kwargs={"run_id": run.pk}, queue=run.target.queue_name)
+        send(task_name=RUN_LAB_TASK, kwargs={"run_id": run.pk}, queue=run.target.queue_name)
     except Exception as error:
         logger.warning("could not dispatch run %s: %s", run.pk, error)
         return

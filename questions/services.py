@@ -3,7 +3,6 @@
 import time
 from datetime import timedelta
 
-from celery import current_app
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
@@ -11,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from core.queueing import send
 from questions.grading import grade
 from questions.grading.judge import combine, judge
 from questions.models import Attempt, ModelAnswerReveal, Question, ReviewCard, Rubric
@@ -112,7 +112,7 @@ def judge_configured() -> bool:
 
 def _enqueue_judge(*, attempt_id: int) -> None:
     try:
-        current_app.send_task(JUDGE_ATTEMPT_TASK, kwargs={"attempt_id": attempt_id})
+        send(task_name=JUDGE_ATTEMPT_TASK, kwargs={"attempt_id": attempt_id})
     except Exception:
         Attempt.objects.filter(pk=attempt_id).update(judge_status=Attempt.JudgeStatus.FAILED)
 
