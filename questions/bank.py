@@ -72,6 +72,9 @@ class Misconception:
     unless: tuple[str, ...] = ()
     # Numeric questions only: a tell-tale wrong value (in the question's unit).
     value: float | None = None
+    # What the learner reads on the mark sheet ("Decode is compute-bound"), never the id.
+    # Presentation only: not part of a rubric version (renaming one regrades nothing).
+    name: str = ""
 
 
 @dataclass(frozen=True)
@@ -489,10 +492,17 @@ def _misconceptions(
     ):
         at = (*where, "misconceptions", index)
         reader.table(
-            body, at, required={"id", "correction"},
+            body, at, required={"id", "name", "correction"},
             optional={"match", "voids", "unless", "value"},
         )
         misconception_id = reader.slug(body, at, "id")
+        name = reader.string(body, at, "name").strip()
+        if not 3 <= len(name) <= 80 or " " not in name:
+            raise reader.error(
+                (*at, "name"),
+                f"misconception {misconception_id!r} needs a learner-facing 'name' of a few words "
+                f"(3 to 80 characters, the wrong belief in plain words), not {name!r}",
+            )
         if misconception_id in seen:
             raise reader.error((*at, "id"), f"duplicate misconception id {misconception_id!r}")
         seen.add(misconception_id)
@@ -521,6 +531,7 @@ def _misconceptions(
                     reader, (*at, "unless"), reader.strings(body, at, "unless"), concepts,
                 ),
                 value=value,
+                name=name,
             ),
         )
     return tuple(found)
@@ -591,7 +602,7 @@ def rubric_version(
     payload = {
         "type": type,
         "rubric": [vars(c) for c in rubric],
-        "misconceptions": [vars(m) for m in misconceptions],
+        "misconceptions": [{k: v for k, v in vars(m).items() if k != "name"} for m in misconceptions],
         "choices": [vars(c) for c in choices],
         "numeric": vars(numeric) if numeric else None,
         "concepts": {cid: list(concepts[cid].patterns) for cid in sorted(used)},

@@ -35,7 +35,9 @@ def rubric_spec(item: Question | FollowUp) -> dict[str, Any]:
         "format": SPEC_FORMAT,
         "type": item.type,
         "rubric": [_plain(c) for c in item.rubric],
-        "misconceptions": [_plain(m) for m in item.misconceptions],
+        # A misconception's name is what the mark sheet shows, not what grades: renaming one
+        # must not make a new rubric version.
+        "misconceptions": [{k: v for k, v in _plain(m).items() if k != "name"} for m in item.misconceptions],
         "choices": [_plain(c) for c in item.choices],
         "numeric": _plain(item.numeric) if item.numeric else None,
         "concepts": {cid: list(item.concepts[cid].patterns) for cid in concept_ids},

@@ -63,6 +63,7 @@ feedback_missed = "Name the resource that limits decode."
 
 [[questions.misconceptions]]
 id = "decode-compute"
+name = "Decode is compute-bound"
 match = ["decode + compute_bound"]
 correction = "At batch 1 decode does about 2 FLOPs per weight byte, far below the ridge point."
 

@@ -200,6 +200,7 @@ feedback_missed = "No."
 
 [[questions.misconceptions]]
 id = "wrong"
+name = "A wrong belief"
 match = ["beta"]
 correction = "No."
 
@@ -384,3 +385,37 @@ def test_local_concepts_extend_the_global_vocabulary(tmp_path):
     bank = load_bank(content_dir=write_bank(tmp_path, ("demo.toml", text)))
     assert "gamma" in bank.question("q1").concepts
     assert "gamma" not in bank.concepts
+
+
+def test_a_misconception_needs_a_learner_facing_name(tmp_path):
+    text = set_file(GOOD_QUESTION.format(slug="q1")).replace('name = "A wrong belief"\n', "", 1)
+    error = load_error(write_bank(tmp_path, ("demo.toml", text)))
+    assert error.line == line_of(text, "[[questions.misconceptions]]")
+    assert "missing key 'name'" in error.message
+
+
+def test_a_misconception_name_is_words_not_a_slug(tmp_path):
+    text = set_file(GOOD_QUESTION.format(slug="q1")).replace('name = "A wrong belief"', 'name = "wrong-belief"', 1)
+    error = load_error(write_bank(tmp_path, ("demo.toml", text)))
+    assert error.line == line_of(text, 'name = "wrong-belief"')
+    assert "learner-facing 'name'" in error.message
+
+
+def test_every_misconception_in_the_bank_has_a_name(bank):
+    for question in bank.questions.values():
+        for item in (question, *question.follow_ups):
+            for misconception in item.misconceptions:
+                assert " " in misconception.name and misconception.name != misconception.id, misconception.id
+
+
+def test_renaming_a_misconception_keeps_the_rubric_version(tmp_path, bank):
+    copy = tmp_path / "content"
+    shutil.copytree(CONTENT_DIR, copy)
+    path = copy / f"{SET_SLUG}.toml"
+    text = path.read_text(encoding="utf-8")
+    old_name = 'name = "Prefill memory-bound, decode compute-bound (swapped)"'
+    path.write_text(text.replace(old_name, 'name = "Bounds swapped"', 1))
+    changed = load_bank(content_dir=copy)
+    question = changed.question("prefill-decode-ttft")
+    assert {m.name for m in question.misconceptions} >= {"Bounds swapped"}
+    assert question.rubric_version == bank.question("prefill-decode-ttft").rubric_version

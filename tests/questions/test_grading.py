@@ -357,3 +357,18 @@ def test_follow_ups_are_graded_against_their_own_rubric(bank):
     )
     assert met(result) == {"fewer-prompt-tokens", "prefix-cache", "stream"}
     assert result.rubric_version == follow_up.rubric_version
+
+
+@pytest.mark.parametrize(("answer", "read_as"), [("131072", "read as bytes"), ("128", "read as KiB")])
+def test_a_right_number_without_its_unit_earns_half_and_says_the_unit(bank, answer, read_as):
+    result = grade(question=bank.question("kv-bytes-per-token"), answer=answer)
+    value = result.criterion("value")
+    assert (value.met, value.awarded, value.points) == (False, 1.5, 3)
+    assert value.feedback.startswith("Right number, say the unit")
+    assert read_as in value.feedback and 'write "128 KiB"' in value.feedback
+    assert "could mean bytes or KiB" in value.feedback
+
+
+def test_a_wrong_number_without_a_unit_earns_nothing(bank):
+    value = grade(question=bank.question("kv-bytes-per-token"), answer="1000").criterion("value")
+    assert value.awarded == 0 and value.feedback.startswith("Not quite")
