@@ -2,32 +2,59 @@ from django import forms
 
 from questions.services import MAX_ANSWER_CHARS
 
+# One limit for the help text, the browser (maxlength) and the server (services.clean_answer,
+# whose message names the limit).
+_LIMIT = f"Up to {MAX_ANSWER_CHARS:,} characters."
+
 
 class AnswerForm(forms.Form):
     answer = forms.CharField(
         label="Your answer",
-        widget=forms.Textarea(attrs={"rows": 9, "placeholder": "Answer as you would out loud in an interview."}),
-        # The limit is enforced by the service with a message that shows it; the browser limit is
-        # one larger so a pasted overlong answer reaches the server and gets that message.
-        max_length=MAX_ANSWER_CHARS * 2,
+        widget=forms.Textarea(
+            attrs={
+                "rows": 9,
+                "maxlength": MAX_ANSWER_CHARS,
+                "placeholder": "Answer as you would out loud in an interview.",
+            }
+        ),
         strip=True,
         required=False,
-        help_text=(
-            f"Up to {MAX_ANSWER_CHARS:,} characters. "
-            "Full sentences: the rubric rewards explanations, not keyword lists."
-        ),
+        help_text=f"{_LIMIT} Full sentences: the rubric rewards explanations, not keyword lists.",
     )
     follow_up = forms.SlugField(required=False, widget=forms.HiddenInput)
 
 
 class NumericAnswerForm(AnswerForm):
-    answer = forms.CharField(
-        label="Your answer (with its unit)",
-        max_length=200,
-        required=False,
-        widget=forms.TextInput(attrs={"placeholder": "e.g. 16 GiB, 1.6e10 bytes, 42 tokens/s", "autocomplete": "off"}),
-        help_text="A number and a unit. Show your working in a follow-up if you like.",
-    )
+    """A number with its unit; a multi-line box with the working when the working earns points."""
+
+    def __init__(self, *args, working_points: int = 0, value_points: int = 0, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["answer"]
+        if working_points:
+            field.label = "Your answer (with its unit) and your working"
+            field.widget = forms.Textarea(
+                attrs={
+                    "rows": 6,
+                    "maxlength": MAX_ANSWER_CHARS,
+                    "autocomplete": "off",
+                    "placeholder": "e.g. 2 x 32 layers x 8 KV heads x 128 x 2 bytes = 131,072 bytes = 128 KiB",
+                }
+            )
+            field.help_text = (
+                f"The number with its unit earns {value_points} "
+                f"point{'s' if value_points != 1 else ''}; the working earns {working_points} more, "
+                f"so write out how you got there. {_LIMIT}"
+            )
+        else:
+            field.label = "Your answer (with its unit)"
+            field.widget = forms.TextInput(
+                attrs={
+                    "maxlength": MAX_ANSWER_CHARS,
+                    "autocomplete": "off",
+                    "placeholder": "e.g. 16 GiB, 1.6e10 bytes, 42 tokens/s",
+                }
+            )
+            field.help_text = f"A number and its unit. {_LIMIT}"
 
 
 class ChoiceAnswerForm(AnswerForm):
@@ -38,7 +65,14 @@ class ChoiceAnswerForm(AnswerForm):
         self.fields["answer"].choices = [(str(index), text) for index, text in enumerate(choices)]
 
 
-def answer_form_for(*, question, data=None, auto_id: str = "id_%s") -> AnswerForm:
+def numeric_points(*, question) -> tuple[int, int]:
+    """(points for the value, points for the working) of a numeric question as synced."""
+    value_points = int((question.spec.get("numeric") or {}).get("points", 0))
+    working_points = sum(int(criterion.get("points", 0)) for criterion in question.spec.get("rubric", []))
+    return value_points, working_points
+
+
+def answer_form_for(*, question, data=None, auto_id: str = "id_%s", initial: dict | None = None) -> AnswerForm:
     """The form that takes a main answer to `question` (free text, numeric or a choice).
 
     `auto_id` keeps element ids unique when several forms share a page (a lesson's checks).
@@ -46,8 +80,11 @@ def answer_form_for(*, question, data=None, auto_id: str = "id_%s") -> AnswerFor
     from questions.models import Question
 
     if question.kind == Question.Kind.NUMERIC:
-        return NumericAnswerForm(data, auto_id=auto_id)
+        value_points, working_points = numeric_points(question=question)
+        return NumericAnswerForm(
+            data, auto_id=auto_id, initial=initial, value_points=value_points, working_points=working_points
+        )
     if question.kind == Question.Kind.MULTIPLE_CHOICE:
         choices = [choice["text"] for choice in question.spec.get("choices", [])]
-        return ChoiceAnswerForm(data, choices=choices, auto_id=auto_id)
-    return AnswerForm(data, auto_id=auto_id)
+        return ChoiceAnswerForm(data, choices=choices, auto_id=auto_id, initial=initial)
+    return AnswerForm(data, auto_id=auto_id, initial=initial)

@@ -183,3 +183,69 @@ def practice_export(*, user: AbstractBaseUser) -> dict[str, list[dict]]:
 
 def review_card_count(*, user: AbstractBaseUser) -> int:
     return ReviewCard.objects.filter(user=user).count()
+
+
+# Criteria the grader adds that are not rubric rows: what each one earns, in the learner's words.
+_GRADER_CRITERIA = {
+    "value": "The number, with its unit{unit}.",
+    "choice": "Picks the right option.",
+}
+
+
+def _misconception_names(*, attempt: Attempt) -> dict[str, str]:
+    """Learner-facing names of the misconceptions this attempt could have shown, by id."""
+    spec = attempt.question.spec
+    if attempt.follow_up:
+        spec = follow_up_spec(question=attempt.question, follow_up=attempt.follow_up) or {}
+    return {item["id"]: item.get("name") or "" for item in spec.get("misconceptions", []) if item.get("id")}
+
+
+def _status(*, awarded: float, points: float) -> str:
+    if points and awarded >= points:
+        return "met"
+    return "partly" if awarded > 0 else "missed"
+
+
+def mark_sheet(*, attempt: Attempt) -> dict:
+    """What the mark sheet shows: every criterion with its points and status (met, partly,
+    missed), including the value row of a numeric question, and the misconceptions by name.
+
+    Built from the attempt's own rubric version, so an old mark sheet shows its own criteria.
+    Ids (criterion and misconception slugs) never reach the page.
+    """
+    names = _misconception_names(attempt=attempt)
+    earns = {criterion["id"]: criterion.get("earns", "") for criterion in attempt_criteria(attempt=attempt)}
+    unit = (attempt.question.spec.get("numeric") or {}).get("unit", "") if not attempt.follow_up else ""
+
+    def readable(text: str) -> str:
+        # Stored feedback may quote a misconception by its id ("misconception 'swapped-bounds'").
+        for misconception_id, name in names.items():
+            if name:
+                text = text.replace(f"misconception '{misconception_id}'", f"misconception “{name}”")
+        return text
+
+    results = {item["id"]: item for item in attempt.result.get("criteria", [])}
+    # The grader's own rows (the value, the choice) first, then the rubric's in its order.
+    order = [cid for cid in results if cid not in earns] + [cid for cid in earns]
+    rows = []
+    for criterion_id in order:
+        outcome = results.get(criterion_id, {})
+        points = outcome.get("points", 0)
+        awarded = outcome.get("awarded") or 0
+        template = _GRADER_CRITERIA.get(criterion_id, "")
+        rows.append(
+            {
+                **outcome,
+                "earns": earns.get(criterion_id) or template.format(unit=f" ({unit})" if unit else ""),
+                "awarded": awarded,
+                "points": points,
+                "status": _status(awarded=awarded, points=points),
+                "feedback": readable(outcome.get("feedback", "")),
+                "kind": "value" if criterion_id == "value" else "working" if unit else "point",
+            }
+        )
+    misconceptions = [
+        {**hit, "name": names.get(hit.get("id", "")) or "A common misconception"}
+        for hit in attempt.result.get("misconceptions", [])
+    ]
+    return {"rows": rows, "misconceptions": misconceptions}

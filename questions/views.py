@@ -8,7 +8,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from courses.selectors import lesson_ref_link, lesson_ref_section
 from labs import selectors as lab_selectors
 from questions import selectors, services
-from questions.forms import AnswerForm, ChoiceAnswerForm, NumericAnswerForm
+from questions.forms import AnswerForm, answer_form_for
 from questions.models import Attempt, Question, QuestionSet
 from questions.review import due_reviews, upcoming_reviews
 
@@ -25,24 +25,12 @@ def set_detail(request: HttpRequest, set_slug: str) -> HttpResponse:
     return render(request, "questions/set.html", {"question_set": question_set, "questions": questions})
 
 
-def _answer_form(question: Question, data=None, *, follow_up: str = ""):
-    initial = {"follow_up": follow_up}
-    if follow_up or question.kind == Question.Kind.FREE_TEXT:
+def _answer_form(question: Question, data=None, *, follow_up: str = "", answer: str = ""):
+    """The answer form; `answer` (the learner's last answer) stays in the box after grading."""
+    initial = {"follow_up": follow_up, "answer": answer}
+    if follow_up:
         return AnswerForm(data, initial=initial)
-    if question.kind == Question.Kind.NUMERIC:
-        return NumericAnswerForm(data, initial=initial)
-    choices = [choice["text"] for choice in question.spec.get("choices", [])]
-    return ChoiceAnswerForm(data, initial=initial, choices=choices)
-
-
-def _criteria_rows(*, rubric: list[dict], result: dict) -> list[dict]:
-    """Join each criterion's result with what earns it, in the rubric's order."""
-    by_id = {item["id"]: item for item in result.get("criteria", [])}
-    rows = []
-    for criterion in rubric:
-        outcome = by_id.get(criterion["id"], {})
-        rows.append({"earns": criterion.get("earns", ""), **outcome})
-    return rows
+    return answer_form_for(question=question, data=data, initial=initial)
 
 
 def _question_context(request: HttpRequest, question: Question, *, form=None, follow_up_forms=None) -> dict:
@@ -59,9 +47,12 @@ def _question_context(request: HttpRequest, question: Question, *, form=None, fo
         follow_ups.append(
             {
                 "spec": item,
-                "form": (follow_up_forms or {}).get(item["slug"]) or _answer_form(question, follow_up=item["slug"]),
+                "form": (follow_up_forms or {}).get(item["slug"])
+                or _answer_form(
+                    question, follow_up=item["slug"], answer=follow_up_latest.answer if follow_up_latest else ""
+                ),
                 "latest": follow_up_latest,
-                "rows": _attempt_rows(follow_up_latest) if follow_up_latest else [],
+                "sheet": _mark_sheet(follow_up_latest) if follow_up_latest else None,
             }
         )
     lab = lab_selectors.lab_for_slug(slug=question.lab_slug) if question.lab_slug else None
@@ -72,9 +63,9 @@ def _question_context(request: HttpRequest, question: Question, *, form=None, fo
     return {
         "question": question,
         "spec": question.spec,
-        "form": form or _answer_form(question),
+        "form": form or _answer_form(question, answer=latest.answer if latest else ""),
         "latest": latest,
-        "rows": _attempt_rows(latest) if latest else [],
+        "sheet": _mark_sheet(latest) if latest else None,
         "show_model_answer": latest is not None or selectors.may_see_model_answer(user=user, question=question),
         "follow_ups": follow_ups,
         "history": [attempt for attempt in attempts if not attempt.follow_up][:10],
@@ -145,8 +136,8 @@ def reveal(request: HttpRequest, question_slug: str) -> HttpResponse:
     return redirect(f"{question.get_absolute_url()}#model-answer")
 
 
-def _attempt_rows(attempt: Attempt) -> list[dict]:
-    return _criteria_rows(rubric=selectors.attempt_criteria(attempt=attempt), result=attempt.result)
+def _mark_sheet(attempt: Attempt) -> dict:
+    return selectors.mark_sheet(attempt=attempt)
 
 
 @login_required
@@ -154,7 +145,7 @@ def _attempt_rows(attempt: Attempt) -> list[dict]:
 def attempt_feedback(request: HttpRequest, attempt_id: int) -> HttpResponse:
     """The mark sheet alone, polled while the LLM judge's second opinion is pending."""
     attempt = get_object_or_404(Attempt.objects.select_related("question", "rubric"), pk=attempt_id, user=request.user)
-    return render(request, "questions/_feedback.html", {"attempt": attempt, "rows": _attempt_rows(attempt)})
+    return render(request, "questions/_feedback.html", {"attempt": attempt, "sheet": _mark_sheet(attempt)})
 
 
 @login_required
@@ -166,7 +157,7 @@ def attempt_detail(request: HttpRequest, attempt_id: int) -> HttpResponse:
     context = {
         "attempt": attempt,
         "question": question,
-        "rows": _attempt_rows(attempt),
+        "sheet": _mark_sheet(attempt),
         "follow_up_spec": selectors.follow_up_spec(question=question, follow_up=attempt.follow_up)
         if attempt.follow_up
         else None,

@@ -36,8 +36,9 @@ def test_a_misconception_is_named_with_its_correction(client, synced, user):
         {"answer": "Decode is compute-bound because it does lots of matrix maths on the weights."},
     )
     html = client.get("/practice/q/sample-question/").content.decode()
-    assert "Misconception." in html
+    assert "Misconception: Decode is compute-bound." in html
     assert "far below the ridge point" in html
+    assert "decode-compute" not in html  # the id never reaches the learner
 
 
 def test_model_answer_is_hidden_until_attempt_or_recorded_reveal(client, synced, user):

@@ -1,0 +1,84 @@
+"""The mark sheet a learner reads: every criterion with its points, units, names, limits, the answer kept."""
+
+import re
+
+import pytest
+from django.core.management import call_command
+
+from questions.services import MAX_ANSWER_CHARS
+
+NUMERIC = "/practice/q/kv-bytes-per-token/"
+FREE_TEXT = "/practice/q/prefill-decode-ttft/"
+
+
+@pytest.fixture
+def repository_content(db):
+    call_command("sync_content")
+
+
+def _rows(html: str) -> list[str]:
+    """Each criterion row's text, tags stripped and spaces collapsed."""
+    rows = re.findall(r'<div class="criterion [a-z]+" data-testid="criterion">(.*?)</div>', html, re.S)
+    return [" ".join(re.sub(r"<[^>]+>", " ", row).split()).replace(" :", ":") for row in rows]
+
+
+def test_numeric_sheet_shows_the_value_row_with_the_points_it_earned(client, repository_content, user):
+    client.force_login(user)
+    html = client.post(NUMERIC, {"answer": "128 KiB"}, HTTP_HX_REQUEST="true").content.decode()
+    rows = _rows(html)
+    assert len(rows) == 3, rows  # the value and the two working points
+    assert rows[0].startswith("✓ Got it (3 of 3 pts): The number, with its unit (KiB).")
+    assert "Missed (0 of 1 pts): Shows the formula" in rows[1]
+    assert ">Working<" in html
+    assert "3 / 5" in html
+
+
+def test_a_bare_number_gets_a_word_about_the_unit_and_partial_points(client, repository_content, user):
+    client.force_login(user)
+    html = client.post(NUMERIC, {"answer": "131072"}, HTTP_HX_REQUEST="true").content.decode()
+    value = _rows(html)[0]
+    assert value.startswith("◐ Partly (1.5 of 3 pts): The number, with its unit (KiB).")
+    assert "Right number, say the unit: 131072 read as bytes is 128 KiB" in value
+    assert 'class="criterion partly"' in html
+
+
+def test_working_earns_points_so_the_numeric_box_is_multi_line_and_says_so(client, repository_content, user):
+    client.force_login(user)
+    html = client.get(NUMERIC).content.decode()
+    assert '<textarea name="answer"' in html
+    assert "Your answer (with its unit) and your working" in html
+    assert "The number with its unit earns 3 points; the working earns 2 more" in html
+    assert "follow-up if you like" not in html
+    working = "2 x 32 layers x 8 KV heads x 128 x 2 bytes = 131,072 bytes = 128 KiB"
+    client.post(NUMERIC, {"answer": working})
+    html = client.get(NUMERIC).content.decode()
+    assert "5 / 5" in html
+
+
+def test_the_answer_stays_in_the_box_after_grading(client, repository_content, user):
+    client.force_login(user)
+    answer = "Prefill is compute-bound and decode is memory-bound, so TTFT grows with the prompt."
+    html = client.post(FREE_TEXT, {"answer": answer}, HTTP_HX_REQUEST="true").content.decode()
+    box = re.search(r'<textarea name="answer"[^>]*id="id_answer"[^>]*>(.*?)</textarea>', html, re.S)
+    assert box is not None and answer in box.group(1)
+    page = client.get(FREE_TEXT).content.decode()  # and after a full reload (no-JS redirect)
+    assert re.search(r'id="id_answer"[^>]*>\s*' + re.escape(answer), page)
+
+
+def test_the_limit_agrees_in_help_text_form_and_server(client, repository_content, user):
+    client.force_login(user)
+    html = client.get(FREE_TEXT).content.decode()
+    assert f'maxlength="{MAX_ANSWER_CHARS}"' in html
+    assert f"Up to {MAX_ANSWER_CHARS:,} characters." in html
+    assert f'maxlength="{MAX_ANSWER_CHARS * 2}"' not in html
+    response = client.post(FREE_TEXT, {"answer": "word " * (MAX_ANSWER_CHARS // 5 + 1)})
+    assert response.status_code == 422
+    assert f"the limit is {MAX_ANSWER_CHARS:,}" in response.content.decode()
+
+
+def test_misconceptions_are_named_in_words_never_by_id(client, repository_content, user):
+    client.force_login(user)
+    answer = "Prefill is memory-bound and decode is compute-bound, so a longer prompt barely matters."
+    html = client.post(FREE_TEXT, {"answer": answer}, HTTP_HX_REQUEST="true").content.decode()
+    assert "Misconception: Prefill memory-bound, decode compute-bound (swapped)." in html
+    assert "swapped-bounds" not in html
