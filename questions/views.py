@@ -3,11 +3,13 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from courses.selectors import lesson_ref_link, lesson_ref_section
 from labs import selectors as lab_selectors
-from questions import selectors, services
+from questions import interview, selectors, services
 from questions.forms import AnswerForm, answer_form_for
 from questions.models import Attempt, Question, QuestionSet
 from questions.review import due_reviews, upcoming_reviews
@@ -177,30 +179,66 @@ def review(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-@require_GET
+@require_http_methods(["GET", "POST"])
 def mock_interview(request: HttpRequest, set_slug: str) -> HttpResponse:
+    """A real interview: fresh questions (no earlier mark sheet or model answer), a clock per
+    question, answers marked as they go and shown together at the end."""
     question_set = get_object_or_404(QuestionSet.objects.live(), slug=set_slug)
     questions = list(question_set.questions.live().filter(kind=Question.Kind.FREE_TEXT))
     if not questions:
         messages.info(request, "This set has no free-text questions for a mock interview.")
         return redirect(question_set.get_absolute_url())
+    base_url = reverse("questions:interview", kwargs={"set_slug": set_slug})
+    now = timezone.now()
     try:
         step = max(0, int(request.GET.get("step", "0")))
     except ValueError:
         step = 0
-    try:
-        minutes = min(30, max(1, int(request.GET.get("minutes", "4"))))
-    except ValueError:
-        minutes = 4
+    state = interview.current(session=request.session, set_slug=set_slug)
+    if state is None or (request.method == "GET" and step == 0 and "minutes" in request.GET):
+        try:
+            minutes = min(30, max(1, int(request.GET.get("minutes", "4"))))
+        except ValueError:
+            minutes = 4
+        state = interview.start(session=request.session, set_slug=set_slug, minutes=minutes, now=now)
     if step >= len(questions):
-        return render(request, "questions/interview_done.html", {"question_set": question_set, "questions": questions})
+        state = interview.finish(session=request.session, state=state, now=now)
+        ids = [answer["attempt"] for answer in state["answers"].values()]
+        attempts = {attempt.pk: attempt for attempt in Attempt.objects.filter(user=request.user, pk__in=ids)}
+        result = interview.summary(state=state, questions=questions, attempts_by_id=attempts)
+        return render(request, "questions/interview_done.html", {"question_set": question_set, "summary": result})
+
     question = questions[step]
+    next_url = f"{base_url}?step={step + 1}"
+    form = AnswerForm(request.POST if request.method == "POST" else None)
+    status = 200
+    if request.method == "POST" and form.is_valid():
+        try:
+            attempt = services.submit_answer(
+                user=request.user, question=question, answer=str(form.cleaned_data["answer"] or "")
+            )
+        except ValidationError as error:
+            form.add_error("answer", error)
+            status = 422
+        except services.RateLimited as error:
+            form.add_error(None, str(error))
+            status = 429
+        else:
+            interview.record_answer(
+                session=request.session, state=state, question_slug=question.slug, attempt_id=attempt.pk, now=now
+            )
+            return redirect(next_url)
+    seconds_left = interview.seconds_left(session=request.session, state=state, question_slug=question.slug, now=now)
     context = {
-        **_question_context(request, question),
+        "question": question,
         "question_set": question_set,
+        "form": form,
         "step": step,
         "total": len(questions),
-        "minutes": minutes,
-        "next_url": f"?step={step + 1}&minutes={minutes}",
+        "minutes": state["minutes"],
+        "seconds_left": seconds_left,
+        "clock": f"{seconds_left // 60}:{seconds_left % 60:02d}",
+        "action_url": f"{base_url}?step={step}",
+        "next_url": next_url,
     }
-    return render(request, "questions/interview.html", context)
+    return render(request, "questions/interview.html", context, status=status)

@@ -1,15 +1,29 @@
-// Counts down the suggested time for a mock-interview question. Purely a guide: no submission is
-// blocked, and without JavaScript the page simply shows the time allowed.
+// Counts down the time left for a mock-interview question. A guide, as in a real interview: no
+// submission is blocked. It stops at 0:00 (never negative) and stops when the answer is submitted.
+// Without JavaScript the page shows the time left when it was loaded.
 (function () {
   const clock = document.getElementById("clock");
   if (!clock) return;
-  let remaining = parseInt(clock.dataset.minutes, 10) * 60;
+  let remaining = Math.max(0, parseInt(clock.dataset.seconds, 10) || 0);
+  let timer = null;
+  const stop = (state) => {
+    if (timer !== null) clearInterval(timer);
+    timer = null;
+    clock.dataset.state = state;
+  };
   const render = () => {
-    const sign = remaining < 0 ? "-" : "";
-    const abs = Math.abs(remaining);
-    clock.textContent = sign + Math.floor(abs / 60) + ":" + String(abs % 60).padStart(2, "0");
-    if (remaining < 0) clock.classList.add("badge-bad");
+    clock.textContent = Math.floor(remaining / 60) + ":" + String(remaining % 60).padStart(2, "0");
+    if (remaining === 0) {
+      clock.textContent += " (time is up: finish your sentence and submit)";
+      clock.classList.add("badge-bad");
+      stop("expired");
+    }
   };
   render();
-  setInterval(() => { remaining -= 1; render(); }, 1000);
+  if (remaining > 0) {
+    clock.dataset.state = "running";
+    timer = setInterval(() => { remaining = Math.max(0, remaining - 1); render(); }, 1000);
+  }
+  const form = document.getElementById("interview-answer");
+  if (form) form.addEventListener("submit", () => { if (timer !== null) stop("stopped"); });
 })();
