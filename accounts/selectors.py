@@ -9,10 +9,12 @@ def learner_activity(*, user: AbstractBaseUser) -> dict:
     """Everything the Me page shows: the learner's own rows only, each read through its app's selectors."""
     return {
         "completed_lessons": course_selectors.completed_lessons(user=user),
+        "modules": course_selectors.course_outline(user=user)["modules"],
+        "set_progress": question_selectors.set_progress(user=user),
         "recent_attempts": question_selectors.recent_attempts(user=user, limit=20),
         "attempt_count": question_selectors.attempt_count(user=user),
         "reviews_due": question_selectors.reviews_due_count(user=user),
-        "lab_runs": lab_selectors.runs_of(user=user)[:20],
+        "lab_runs": lab_selectors.runs_of(user=user)[:10],
     }
 
 

@@ -4,6 +4,7 @@ from datetime import datetime, timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
+from django.utils.timesince import timesince, timeuntil
 from fsrs import Card, Rating, Scheduler
 
 from questions.models import Question, ReviewCard
@@ -64,3 +65,21 @@ def upcoming_reviews(*, user: AbstractBaseUser, now: datetime | None = None, lim
         .select_related("question")
         .order_by("due")[:limit]
     )
+
+
+def due_label(*, due: datetime, now: datetime) -> str:
+    """How the queue says when a card is due: "due now", "due 3 hours ago", "later today, in 2 hours"."""
+    if due > now:
+        return f"later today, in {timeuntil(due, now, depth=1)}"
+    if (now - due) < timedelta(minutes=1):
+        return "due now"
+    return f"due {timesince(due, now, depth=1)} ago"
+
+
+def review_queue(*, user: AbstractBaseUser, now: datetime | None = None) -> dict:
+    """The review page: what is due today (with when), and what comes later."""
+    now = now or timezone.now()
+    due = list(due_reviews(user=user, now=now))
+    for card in due:
+        card.due_label = due_label(due=card.due, now=now)
+    return {"due": due, "upcoming": upcoming_reviews(user=user, now=now)}

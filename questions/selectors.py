@@ -2,9 +2,9 @@
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, Max, Q
-from django.utils import timezone
 
 from questions.models import Attempt, ModelAnswerReveal, Question, QuestionSet, ReviewCard, Rubric
+from questions.review import due_reviews
 
 
 def current_rubric_version(*, question: Question, follow_up: str = "") -> str:
@@ -115,7 +115,8 @@ def attempt_count(*, user: AbstractBaseUser) -> int:
 
 
 def reviews_due_count(*, user: AbstractBaseUser) -> int:
-    return ReviewCard.objects.filter(user=user, due__lte=timezone.now()).count()
+    """As many as the review queue lists under "Due today" (the same query)."""
+    return due_reviews(user=user).count()
 
 
 def may_see_model_answer(*, user: AbstractBaseUser | AnonymousUser, question: Question) -> bool:
@@ -249,3 +250,43 @@ def mark_sheet(*, attempt: Attempt) -> dict:
         for hit in attempt.result.get("misconceptions", [])
     ]
     return {"rows": rows, "misconceptions": misconceptions}
+
+
+def set_progress(*, user: AbstractBaseUser) -> list[dict]:
+    """Per live question set: questions answered of the total, the average score of the latest
+    main answer to each, and the weakest criteria (met least often in those answers, by what
+    they earn), so the Me page says where to practise next."""
+    latest: dict[int, Attempt] = {}
+    attempts = (
+        Attempt.objects.filter(user=user, follow_up="", question__retired=False)
+        .select_related("question", "rubric")
+        .order_by("-created_at")
+    )
+    for attempt in attempts:
+        latest.setdefault(attempt.question_id, attempt)
+    by_set: dict[int, list[Attempt]] = {}
+    for attempt in latest.values():
+        by_set.setdefault(attempt.question.question_set_id, []).append(attempt)
+    rows = []
+    for question_set in set_list(user=user):
+        answered = by_set.get(question_set.pk, [])
+        tally: dict[str, list[float]] = {}  # earns -> [share of points earned, ...]
+        for attempt in answered:
+            earns = {criterion["id"]: criterion.get("earns", "") for criterion in attempt_criteria(attempt=attempt)}
+            for item in attempt.result.get("criteria", []):
+                label = earns.get(item.get("id", ""))
+                if label and item.get("points"):
+                    tally.setdefault(label, []).append((item.get("awarded") or 0) / item["points"])
+        weakest = sorted(
+            ((sum(shares) / len(shares), label) for label, shares in tally.items() if sum(shares) < len(shares)),
+        )[:2]
+        rows.append(
+            {
+                "set": question_set,
+                "answered": len(answered),
+                "total": question_set.total,
+                "average": round(sum(a.percent for a in answered) / len(answered)) if answered else None,
+                "weakest": [label for _, label in weakest],
+            }
+        )
+    return rows

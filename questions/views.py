@@ -12,7 +12,7 @@ from labs import selectors as lab_selectors
 from questions import interview, selectors, services
 from questions.forms import AnswerForm, answer_form_for
 from questions.models import Attempt, Question, QuestionSet
-from questions.review import due_reviews, upcoming_reviews
+from questions.review import review_queue
 
 
 @require_GET
@@ -171,11 +171,7 @@ def attempt_detail(request: HttpRequest, attempt_id: int) -> HttpResponse:
 @login_required
 @require_GET
 def review(request: HttpRequest) -> HttpResponse:
-    return render(
-        request,
-        "questions/review.html",
-        {"due": due_reviews(user=request.user), "upcoming": upcoming_reviews(user=request.user)},
-    )
+    return render(request, "questions/review.html", review_queue(user=request.user))
 
 
 @login_required
