@@ -8,6 +8,7 @@ from courses import views as course_views
 urlpatterns = [
     path("", course_views.home, name="home"),
     path("healthz", core_views.healthz, name="healthz"),
+    path("status/", core_views.status_page, name="status"),
     path("favicon.ico", core_views.favicon, name="favicon"),
     path("glossary/", core_views.glossary, name="glossary"),
     path(

@@ -15,6 +15,27 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse(report, status=200 if healthy else 503)
 
 
+# What each part does for a learner, so the status page says what is affected when it is down.
+_PARTS = {
+    "database": ("Database", "Lessons, answers, mark sheets and lab results."),
+    "redis": ("Redis (queue and cache)", "Queuing lab runs and grading second opinions; page caching."),
+    "worker": ("Background workers", "Running queued lab runs and scheduled clean-ups."),
+}
+
+
+@never_cache
+@require_GET
+def status_page(request: HttpRequest) -> HttpResponse:
+    """The status for people (the footer's "Status"); machines read JSON at /healthz."""
+    healthy, report = health_report(deep=True)
+    parts = [
+        {"name": _PARTS[key][0], "affects": _PARTS[key][1], **check}
+        for key, check in report["checks"].items()
+        if key in _PARTS
+    ]
+    return render(request, "core/status.html", {"healthy": healthy, "parts": parts})
+
+
 @require_GET
 def favicon(request: HttpRequest) -> HttpResponse:
     """Browsers ask for /favicon.ico on pages that name no icon (the admin, exports)."""

@@ -146,6 +146,89 @@ class _LinkTreeprocessor(Treeprocessor):
             element.set("class", "table")
 
 
+# A bare web address in the text (a reference's URL); trailing punctuation stays text.
+_BARE_URL = re.compile(r"https?://[^\s<>()\[\]]+[^\s<>()\[\].,;:!?'\"]")
+# A citation marker: [3], or [3, 4] for several references.
+_CITATION = re.compile(r"(?<![\w\]])\[(\d{1,2}(?:,\s*\d{1,2})*)\](?!\()")
+_NO_LINKS_INSIDE = {"a", "code", "pre", "math", "script", "style", "h1", "h2", "h3", "h4"}
+
+
+class _ReferenceTreeprocessor(Treeprocessor):
+    """Links where a reader expects them: bare URLs become links, the items of the "References"
+    list get ids (ref-1, ref-2, ...) and each citation marker [n] links to its reference."""
+
+    def run(self, root: ET.Element) -> None:
+        self.references = self._number_references(root)
+        self._walk(root)
+
+    @staticmethod
+    def _number_references(root: ET.Element) -> int:
+        children = list(root)
+        for index, element in enumerate(children):
+            if element.tag == "h2" and "".join(element.itertext()).strip().rstrip("#").strip() == "References":
+                following = children[index + 1] if index + 1 < len(children) else None
+                if following is not None and following.tag == "ol":
+                    start = int(following.get("start", "1"))
+                    items = [child for child in following if child.tag == "li"]
+                    for number, item in enumerate(items, start=start):
+                        item.set("id", f"ref-{number}")
+                    return start + len(items) - 1
+        return 0
+
+    def _walk(self, element: ET.Element) -> None:
+        if element.tag in _NO_LINKS_INSIDE:
+            return
+        if element.text:
+            pieces = self._split(element.text)
+            if pieces:
+                element.text = pieces[0]
+                for offset, node in enumerate(pieces[1]):
+                    element.insert(offset, node)
+        for child in list(element):
+            self._walk(child)
+            if child.tail:
+                pieces = self._split(child.tail)
+                if pieces:
+                    child.tail = pieces[0]
+                    position = list(element).index(child)
+                    for offset, node in enumerate(pieces[1], start=1):
+                        element.insert(position + offset, node)
+
+    def _split(self, text: str) -> tuple[str, list[ET.Element]] | None:
+        """(text before the first link, the link elements with the text after each as tail)."""
+        matches = sorted(
+            [(m.start(), m.end(), "url", m) for m in _BARE_URL.finditer(text)]
+            + [(m.start(), m.end(), "cite", m) for m in _CITATION.finditer(text) if self._known(m)],
+        )
+        if not matches:
+            return None
+        lead, nodes, cursor = text[: matches[0][0]], [], 0
+        for start, end, kind, match in matches:
+            if start < cursor:
+                continue  # overlapping (a [n] inside a URL)
+            if nodes:
+                nodes[-1].tail = (nodes[-1].tail or "") + text[cursor:start]
+            if kind == "url":
+                link = ET.Element("a", {"href": match.group(0), "rel": "noopener noreferrer", "class": "url"})
+                link.text = match.group(0)
+                nodes.append(link)
+            else:
+                numbers = [number.strip() for number in match.group(1).split(",")]
+                marker = ET.Element("span", {"class": "cite"})
+                marker.text = "["
+                for position, number in enumerate(numbers):
+                    anchor = ET.SubElement(marker, "a", {"href": f"#ref-{number}", "title": f"Reference {number}"})
+                    anchor.text = number
+                    anchor.tail = ", " if position < len(numbers) - 1 else "]"
+                nodes.append(marker)
+            cursor = end
+        nodes[-1].tail = (nodes[-1].tail or "") + text[cursor:]
+        return lead, nodes
+
+    def _known(self, match: re.Match) -> bool:
+        return all(1 <= int(number) <= self.references for number in match.group(1).split(","))
+
+
 class _PrefillExtension(Extension):
     def __init__(self, renderer: "LessonRenderer") -> None:
         super().__init__()
@@ -161,6 +244,8 @@ class _PrefillExtension(Extension):
             185,
         )
         md.treeprocessors.register(_LinkTreeprocessor(md, self.renderer), "prefill_links", 1)
+        # After the TOC (5) has named the headings, before the links pass.
+        md.treeprocessors.register(_ReferenceTreeprocessor(md), "prefill_references", 2)
 
 
 class LessonRenderer:
