@@ -334,7 +334,8 @@ class LessonRenderer:
 
     def inline_math(self, tex: str) -> str:
         try:
-            return latex_to_mathml(tex)
+            # In a box of its own, so a formula wider than a phone scrolls instead of widening the page.
+            return f'<span class="math-inline">{latex_to_mathml(tex)}</span>'
         except Exception as error:
             line = self._source_line(f"${tex}$")
             raise RenderError(line=line, message=f"cannot render math '{tex[:60]}': {error}") from None

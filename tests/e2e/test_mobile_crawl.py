@@ -21,7 +21,8 @@ SKIP = re.compile(
     r"^/(admin/|static/|media/|healthz$|favicon)"
     r"|/(export|download)|\.(csv|json|svg|png|jpg|pdf)$|/feedback/$|/progress/$|/partial|/figures/"
 )
-MAX_PAGES = 160
+MAX_PAGES = 170
+INTERVIEW_SET = "quantization-inference-optimisation"
 
 
 @pytest.fixture
@@ -134,7 +135,10 @@ def test_no_page_is_wider_than_a_phone(live_site, browser, learner_with_history)
         log_in(page, live_site.url, username=learner_with_history.username)
         nav = [
             "/", "/learn/", "/practice/", "/labs/", "/accounts/me/", "/practice/review/", "/glossary/",
-            "/accounts/me/data/",
+            "/accounts/me/data/", "/status/",
+            # The mock interview starts from a form, not a link: a question and the end page.
+            f"/practice/sets/{INTERVIEW_SET}/interview/?minutes=4",
+            f"/practice/sets/{INTERVIEW_SET}/interview/?step=99",
         ]
         visited, too_wide = _crawl(page, live_site.url, width=390, start=nav, limit=MAX_PAGES, shots="mobile")
         # Every kind of page was reached, not just the nav.
@@ -160,3 +164,34 @@ def test_the_top_pages_fit_at_360_and_read_at_1280(live_site, browser, learner_w
             assert not page.problems, page.problems
         finally:
             context.close()
+
+
+def test_the_interview_clock_stops_at_zero_and_on_submit(live_site, browser, learner_with_history):
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = watched_page(context)
+    try:
+        page.clock.install()
+        log_in(page, live_site.url, username=learner_with_history.username)
+        page.goto(f"{live_site.url}/practice/sets/{INTERVIEW_SET}/interview/?minutes=1")
+        clock = page.get_by_test_id("clock")
+        assert clock.inner_text() == "1:00"
+        assert page.locator("textarea[name=answer]").input_value() == ""  # a fresh question
+        assert page.get_by_test_id("mark-sheet").count() == 0
+        page.clock.run_for(15_000)
+        assert clock.inner_text() == "0:45"
+        page.clock.run_for(120_000)  # well past the minute
+        assert clock.inner_text().startswith("0:00") and "time is up" in clock.inner_text()
+        assert clock.get_attribute("data-state") == "expired"
+        page.screenshot(path=str(SCREENSHOTS / "mobile" / "interview-clock-at-zero.png"), full_page=True)
+        # The next question: submitting stops its clock where it stands.
+        page.get_by_role("link", name="Skip this question").click()
+        page.clock.run_for(5_000)
+        page.locator("textarea[name=answer]").fill("Prefill is compute-bound; decode is memory-bound.")
+        page.evaluate("document.getElementById('interview-answer').addEventListener('submit', e => e.preventDefault())")
+        page.get_by_role("button", name=re.compile("Submit and")).click()
+        stopped_at = clock.inner_text()
+        page.clock.run_for(10_000)
+        assert clock.inner_text() == stopped_at and clock.get_attribute("data-state") == "stopped"
+        assert not page.problems, page.problems
+    finally:
+        context.close()
