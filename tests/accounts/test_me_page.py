@@ -35,9 +35,9 @@ def test_me_shows_progress_per_module_and_per_question_set(client, history):
     first = Lesson.objects.order_by("order").select_related("module").first()
     total = Lesson.objects.filter(module=first.module).count()
     assert f"{first.module.title} 1 of {total} done" in modules
-    sets = _text(re.search(r'data-testid="set-progress">(.*?)</table>', html, re.S).group(1))
+    sets = _text(re.search(r'data-testid="set-progress">(.*?)</ul>', html, re.S).group(1))
     # The latest answer (the strong one) counts, not the earlier mistaken one.
-    assert re.search(r"\S.* 1 of 1 100% every point earned", sets), sets
+    assert re.search(r"\S.* 1 of 1 answered · average 100% Every point earned", sets), sets
     assert "Your data: download or delete" in html
 
 
@@ -48,10 +48,10 @@ def test_me_names_the_weakest_criteria_of_the_latest_answers(client, history):
     submit_answer(user=history.user, question=Question.objects.get(slug="sample-question"), answer="Decode is slow.")
     client.force_login(history.user)
     html = client.get("/accounts/me/").content.decode()
-    sets = _text(re.search(r'data-testid="set-progress">(.*?)</table>', html, re.S).group(1))
-    assert "1 of 1 0%" in sets
+    sets = _text(re.search(r'data-testid="set-progress">(.*?)</ul>', html, re.S).group(1))
+    assert "1 of 1 answered · average 0%" in sets
     earns = Question.objects.get(slug="sample-question").spec["rubric"][0]["earns"]
-    assert earns in sets
+    assert "Weakest: " in sets and earns in sets
 
 
 def test_recent_lab_runs_show_their_headline_figure(client, history):
