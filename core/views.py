@@ -33,7 +33,9 @@ def status_page(request: HttpRequest) -> HttpResponse:
         for key, check in report["checks"].items()
         if key in _PARTS
     ]
-    return render(request, "core/status.html", {"healthy": healthy, "parts": parts})
+    # The page is for people: a missing worker is worth saying even though /healthz stays 200 for it.
+    everything_ok = healthy and all(part["ok"] for part in parts)
+    return render(request, "core/status.html", {"everything_ok": everything_ok, "parts": parts})
 
 
 @require_GET
