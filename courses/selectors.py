@@ -23,6 +23,10 @@ class Progress:
         return round(100 * self.done / self.total) if self.total else 0
 
 
+def live_lesson(*, slug: str) -> Lesson | None:
+    return Lesson.objects.live().select_related("module", "module__course").filter(slug=slug).first()
+
+
 def live_course() -> Course | None:
     return Course.objects.live().first()
 

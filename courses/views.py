@@ -1,8 +1,7 @@
 import time
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRefresh
@@ -11,9 +10,6 @@ from courses import selectors, services
 from courses.models import Course, Lesson
 from labs import selectors as lab_selectors
 from questions import selectors as question_selectors
-from questions import services as question_services
-from questions.forms import answer_form_for
-from questions.models import Question
 
 
 @require_GET
@@ -62,14 +58,14 @@ def _render_lesson(request: HttpRequest, lesson_slug: str) -> HttpResponse:
     context = {
         "lesson": lesson,
         "rendered": rendered,
-        "body_parts": _body_around_checks(rendered),
+        "body_parts": body_around_checks(rendered),
         "progress": progress,
         "previous": previous,
         "next": following,
         "practice_questions": question_selectors.questions_by_slug(slugs=lesson.practice),
         "try_labs": lab_selectors.labs_by_slug(slugs=lesson.labs),
-        "checks": _checks(request, lesson),
-        **_progress_context(request, lesson),
+        "checks": lesson_checks(request, lesson),
+        **progress_context(request, lesson),
     }
     return render(request, "courses/lesson.html", context)
 
@@ -77,70 +73,17 @@ def _render_lesson(request: HttpRequest, lesson_slug: str) -> HttpResponse:
 REFERENCES_HEADING = '<h2 id="references"'
 
 
-def _body_around_checks(rendered: dict) -> tuple[str, str]:
+def body_around_checks(rendered: dict) -> tuple[str, str]:
     """The rendered body split before its References heading, where the checks go."""
     html = rendered["html"]
     before, heading, after = html.partition(REFERENCES_HEADING)
     return (before, heading + after) if heading else (html, "")
 
 
-def _checks(request: HttpRequest, lesson: Lesson) -> list[dict]:
-    checks = question_selectors.lesson_checks(user=request.user, slugs=lesson.checks)
-    for check in checks:
-        check["form"] = answer_form_for(question=check["question"], auto_id=f"check-{check['question'].slug}-%s")
-    return checks
-
-
-@login_required
-@require_POST
-def lesson_check(request: HttpRequest, lesson_slug: str, question_slug: str) -> HttpResponse:
-    """Answer one of the lesson's checks in place: grade it, then show the score and worked answer.
-
-    With htmx the check's card is swapped; without JavaScript the browser returns to the check on
-    the lesson page. The attempt is an ordinary practice attempt (mark sheet, review schedule).
-    """
-    lesson = get_object_or_404(Lesson.objects.live().select_related("module", "module__course"), slug=lesson_slug)
-    if question_slug not in lesson.checks:
-        raise Http404("That question is not a check in this lesson")
-    question = get_object_or_404(Question.objects.live(), slug=question_slug)
-    form = answer_form_for(question=question, data=request.POST, auto_id=f"check-{question.slug}-%s")
-    if form.is_valid():
-        try:
-            question_services.submit_answer(
-                user=request.user, question=question, answer=str(form.cleaned_data["answer"] or "")
-            )
-        except ValidationError as error:
-            form.add_error("answer", error)
-        except question_services.RateLimited as error:
-            form.add_error(None, str(error))
-        else:
-            if not request.htmx:
-                return redirect(f"{lesson.get_absolute_url()}#check-{question.slug}")
-            form = answer_form_for(question=question, auto_id=f"check-{question.slug}-%s")
-    check = next(item for item in _checks(request, lesson) if item["question"].slug == question_slug)
-    if form.errors:
-        check["form"] = form
-    if not request.htmx:
-        context = {
-            "lesson": lesson,
-            "rendered": selectors.rendered_lesson(lesson=lesson),
-            "body_parts": _body_around_checks(selectors.rendered_lesson(lesson=lesson)),
-            "checks": [check if item["question"].slug == question_slug else item for item in _checks(request, lesson)],
-            **_progress_context(request, lesson),
-        }
-        return render(request, "courses/lesson.html", context, status=422)
-    response = render(request, "courses/lesson.html#lesson-check", {"lesson": lesson, "check": check})
-    # The progress panel counts answered checks; refresh it out of band.
-    response.content += render(
-        request,
-        "courses/lesson.html#progress-panel-oob",
-        {
-            "lesson": lesson,
-            "progress": selectors.lesson_progress(user=request.user, lesson=lesson),
-            **_progress_context(request, lesson),
-        },
-    ).content
-    return response
+def lesson_checks(request: HttpRequest, lesson: Lesson) -> list[dict]:
+    """The lesson's checks with the learner's latest answers; their forms are built in the template
+    (questions' ``answer_form`` tag), so this page reads the questions app through its selectors only."""
+    return question_selectors.lesson_checks(user=request.user, slugs=lesson.checks)
 
 
 @login_required
@@ -153,11 +96,11 @@ def lesson_done(request: HttpRequest, lesson_slug: str) -> HttpResponse:
         return redirect(lesson.get_absolute_url())
     if request.htmx.boosted:
         return HttpResponseClientRefresh()
-    context = {"lesson": lesson, "progress": progress, **_progress_context(request, lesson)}
+    context = {"lesson": lesson, "progress": progress, **progress_context(request, lesson)}
     return render(request, "courses/lesson.html#progress-panel", context)
 
 
-def _progress_context(request: HttpRequest, lesson: Lesson) -> dict:
+def progress_context(request: HttpRequest, lesson: Lesson) -> dict:
     if not request.user.is_authenticated:
         return {"module_progress": None, "course_progress": None, "checks_progress": None}
     checks = question_selectors.lesson_checks(user=request.user, slugs=lesson.checks)
