@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from questions.bank import FollowUp, Question
-from questions.grading.results import CriterionResult, GradeResult, MisconceptionHit, total
+from questions.grading.results import (
+    KEYWORD_LIST_CAP,
+    MISCONCEPTION_CAP,
+    CriterionResult,
+    GradeResult,
+    MisconceptionHit,
+    total,
+)
+from questions.grading.semantic import semantic_evidence
 from questions.grading.text import (
     AnswerAnalysis,
     analyse,
@@ -93,21 +101,36 @@ def grade_rubric(
         contrasts=question.contrasts,
     )
 
+    meaning = semantic_evidence(question=question, analysis=analysis)
     hits: list[MisconceptionHit] = []
     tainted: dict[int, set[str]] = {}
+    # Sentences that state a misconception by meaning earn no criterion by meaning.
+    wrong_sentences: set[int] = set()
     voided: dict[str, str] = {}
-    for misconception in question.misconceptions:
-        if not misconception.match:
-            continue
-        found = _matching_sentences(
-            analysis, misconception.match, misconception.unless, misconception=True,
+    for misconception, semantic in zip(
+        question.misconceptions, meaning.misconceptions, strict=True,
+    ):
+        found = (
+            _matching_sentences(
+                analysis, misconception.match, misconception.unless, misconception=True,
+            )
+            if misconception.match else {}
         )
-        if not found:
+        # `unless` guards the patterns ("compute-bound" near "batching"); the semantic match
+        # already weighed the whole sentence against the right statements.
+        if semantic is not None:
+            wrong_sentences.update(range(semantic.unit.first, semantic.unit.last + 1))
+        if not found and semantic is None:
             continue
         for index, alternative in found.items():
             tainted.setdefault(index, set()).update(alternative)
-        first = min(found)
-        start, end = evidence_span(analysis=analysis, index=first)
+            wrong_sentences.add(index)
+        if found:
+            start, end = evidence_span(analysis=analysis, index=min(found))
+        else:
+            assert semantic is not None
+            start = analysis.sentences[semantic.unit.first].sentence.start
+            end = analysis.sentences[semantic.unit.last].sentence.end
         hits.append(
             MisconceptionHit(
                 id=misconception.id, correction=misconception.correction,
@@ -118,7 +141,7 @@ def grade_rubric(
             voided.setdefault(criterion_id, misconception.id)
 
     results: list[CriterionResult] = []
-    for criterion in question.rubric:
+    for criterion, semantic in zip(question.rubric, meaning.criteria, strict=True):
         # A sentence that states a misconception earns nothing for the same concepts
         # ("decode is compute-bound because it reads all the weights").
         sentences = sorted(
@@ -137,6 +160,14 @@ def grade_rubric(
                     evidence_span(analysis=analysis, index=spread[0])[0],
                     analysis.sentences[spread[-1]].sentence.end,
                 )
+        if span is None and semantic is not None and not (
+            wrong_sentences & set(range(semantic.unit.first, semantic.unit.last + 1))
+        ):
+            # Said in other words: the learner's own sentence(s) are the evidence.
+            span = (
+                analysis.sentences[semantic.unit.first].sentence.start,
+                analysis.sentences[semantic.unit.last].sentence.end,
+            )
         if criterion.id in voided:
             results.append(
                 CriterionResult(
@@ -169,8 +200,15 @@ def grade_rubric(
 
 def grade_free_text(*, question: Question | FollowUp, answer: str) -> GradeResult:
     criteria, misconceptions, capped = grade_rubric(question=question, answer=answer)
-    score, max_score = total(criteria=criteria, capped_reason=capped)
+    cap = KEYWORD_LIST_CAP
+    if capped is None and misconceptions:
+        cap = MISCONCEPTION_CAP
+        capped = (
+            "The answer rests on a misconception (see below), so it is held to "
+            f"{MISCONCEPTION_CAP:.0%} whatever else it gets right."
+        )
+    score, max_score = total(criteria=criteria, capped_reason=capped, cap=cap)
     return GradeResult(
         score=score, max_score=max_score, criteria=criteria, misconceptions=misconceptions,
-        capped_reason=capped, rubric_version=question.rubric_version,
+        capped_reason=capped, rubric_version=question.rubric_version, cap=cap,
     )
