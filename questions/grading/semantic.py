@@ -189,10 +189,7 @@ def _units(analysis: AnswerAnalysis) -> tuple[list[Unit], np.ndarray]:
     A sentence without a verb or connective (a bare list of terms) is not read: it states
     nothing, and the keyword-list cap deals with answers made of them.
     """
-    model = encoder()
-    units: list[Unit] = []
-    rows: list[np.ndarray] = []
-    pooled: dict[int, tuple[np.ndarray, int]] = {}
+    read: list[int] = []
     for index, sentence in enumerate(analysis.sentences):
         text = sentence.sentence.text
         if not sentence.claims:
@@ -201,7 +198,13 @@ def _units(analysis: AnswerAnalysis) -> tuple[list[Unit], np.ndarray]:
             words = len(text.split())
             if words < 5 or 3 * text.count(",") >= words:
                 continue
-        pooled[index] = model.pooled(text)
+        read.append(index)
+    sums = encoder().pooled_many([analysis.sentences[i].sentence.text for i in read])
+    pooled = dict(zip(read, sums, strict=True))
+    units: list[Unit] = []
+    rows: list[np.ndarray] = []
+    for index in read:
+        text = analysis.sentences[index].sentence.text
         units.append(Unit(first=index, last=index, text=text, negated=negated(text)))
         rows.append(unit(pooled[index][0] / pooled[index][1]))
     for index in range(len(analysis.sentences) - 1):
