@@ -194,8 +194,18 @@ def _target(bank: Bank, answer_question: str, follow_up: str | None) -> Question
 
 def load_evaluation_set(
     *, directory: Path, bank: Bank, recursive: bool = True,
+    rubric_changes: Mapping[str, Mapping[str, Iterable[str]]] | None = None,
 ) -> list[LabelledAnswer]:
-    """Every labelled answer under `directory` (recursively unless told), checked against the bank."""
+    """Every labelled answer under `directory` (recursively unless told), checked against the bank.
+
+    `rubric_changes` ({"retired": {slug: [criterion, ...]}, "added": {...}}) is for a frozen
+    round whose rubric changed after it was written: a label for a retired criterion is
+    dropped, and an added criterion may go unlabelled (it is then not measured); the labels
+    themselves are never edited.
+    """
+    changes = rubric_changes or {}
+    retired = {k: set(v) for k, v in changes.get("retired", {}).items()}
+    added = {k: set(v) for k, v in changes.get("added", {}).items()}
     answers: list[LabelledAnswer] = []
     seen: set[str] = set()
     paths = directory.rglob("*.toml") if recursive else directory.glob("*.toml")
@@ -227,10 +237,17 @@ def load_evaluation_set(
                 raise BankError(path, line, f"category {category!r} not in {CATEGORIES}")
             if split not in SPLITS:
                 raise BankError(path, line, f"split {split!r} not in {SPLITS}")
-            expected = body.get("expected", {})
+            expected = {
+                k: v for k, v in body.get("expected", {}).items()
+                if k not in retired.get(question_slug, set())
+            }
             rubric_ids = [c.id for c in target.rubric]
             if target.type == "numeric":
                 rubric_ids = ["value", *rubric_ids]
+            rubric_ids = [
+                c for c in rubric_ids
+                if c in expected or c not in added.get(question_slug, set())
+            ]
             if sorted(expected) != sorted(rubric_ids):
                 raise BankError(
                     path, line,
@@ -480,6 +497,7 @@ def discover_rounds(directory: Path) -> list[Round]:
 def round_answers(*, round_: Round, bank: Bank) -> list[LabelledAnswer]:
     return load_evaluation_set(
         directory=round_.path, bank=bank, recursive=round_.name != "development",
+        rubric_changes=round_.meta.get("rubric_changes"),
     )
 
 
