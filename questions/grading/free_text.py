@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from questions.bank import FollowUp, Question
+from questions.bank import Criterion, FollowUp, Question
 from questions.grading.results import (
     KEYWORD_LIST_CAP,
     MISCONCEPTION_CAP,
@@ -195,7 +195,31 @@ def grade_rubric(
                 ),
             )
     capped = keyword_list_reason(answer) if apply_keyword_cap else None
+    if capped is not None:
+        results = [
+            _unless_explained(analysis, result, criterion)
+            for result, criterion in zip(results, question.rubric, strict=True)
+        ]
     return tuple(results), tuple(hits), capped
+
+
+def _unless_explained(
+    analysis: AnswerAnalysis, result: CriterionResult, criterion: Criterion,
+) -> CriterionResult:
+    """In an answer that is a list of terms, a point is only earned by a sentence that
+    explains: naming "ridge point" between commas does not show what it is."""
+    if not result.met or result.evidence_span is None:
+        return result
+    start, end = result.evidence_span
+    inside = [
+        s for s in analysis.sentences if start <= s.sentence.start and s.sentence.end <= end
+    ]
+    if any(s.claims for s in inside):
+        return result
+    return CriterionResult(
+        id=result.id, met=False, points=result.points, awarded=0,
+        feedback=f"{criterion.feedback_missed} (Named in a list, not explained.)",
+    )
 
 
 def grade_free_text(*, question: Question | FollowUp, answer: str) -> GradeResult:

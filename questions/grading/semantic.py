@@ -39,6 +39,11 @@ MISCONCEPTION_THRESHOLD = 0.76
 MARGIN = 0.03
 # Flagging a misconception caps the score, so it needs a clearer lead over the right ideas.
 MISCONCEPTION_MARGIN = 0.06
+# Measured on round 3 (see its round.json): requiring a concept of the misconception's own
+# `match` and a lead over the corrections' sentences cost more real misconceptions than it
+# saved false flags, so a misconception needs only a lead over the criteria's references.
+MISC_FLOOR = "criteria"
+MISC_ANCHOR = False
 # Two sentences read together need this much more similarity than one.
 PAIR_BONUS = 0.04
 # Above this a match needs no concept of the item's own vocabulary in the sentence.
@@ -262,7 +267,7 @@ def _best(
                 continue
             if best is not None and value <= best.similarity:
                 continue
-            if value < STRONG and not _anchored(analysis, unit_, anchors):
+            if anchors and value < STRONG and not _anchored(analysis, unit_, anchors):
                 continue
             best = SemanticMatch(unit=unit_, similarity=value, reference=reference.text)
     return best
@@ -307,9 +312,10 @@ def semantic_evidence(
     misconceptions = tuple(
         _best(
             similarities=sims, references=refs, units=units, allowed=own_claims,
-            threshold=MISCONCEPTION_THRESHOLD, floor=right_or_corrected,
+            threshold=MISCONCEPTION_THRESHOLD,
+            floor={"all": right_or_corrected, "criteria": right, "none": right * 0 - 9}[MISC_FLOOR],
             margin=MISCONCEPTION_MARGIN,
-            analysis=analysis, anchors=_anchors(item.match),
+            analysis=analysis, anchors=_anchors(item.match) if MISC_ANCHOR else frozenset(),
         )
         for sims, refs, item in zip(
             misconception_sims, prepared.misconceptions, question.misconceptions, strict=True,

@@ -138,6 +138,8 @@ class Command(BaseCommand):
                 rounds=rounds, name=options["record_first_run"], key="first_run",
                 data=current.get(options["record_first_run"]), grader="rubric",
             )
+            kept = {r.name for r in rounds}
+            rounds = [r for r in discover_rounds(directory) if r.name in kept]
         everything = evaluate(
             answers=[a for r in rounds for a in loaded[r.name]], bank=bank,
         )
