@@ -313,7 +313,7 @@ def semantic_evidence(
         _best(
             similarities=sims, references=refs, units=units, allowed=own_claims,
             threshold=MISCONCEPTION_THRESHOLD,
-            floor={"all": right_or_corrected, "criteria": right, "none": right * 0 - 9}[MISC_FLOOR],
+            floor=right if MISC_FLOOR == "criteria" else right_or_corrected,
             margin=MISCONCEPTION_MARGIN,
             analysis=analysis, anchors=_anchors(item.match) if MISC_ANCHOR else frozenset(),
         )
