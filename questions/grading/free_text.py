@@ -207,8 +207,9 @@ def _unless_explained(
     analysis: AnswerAnalysis, result: CriterionResult, criterion: Criterion,
 ) -> CriterionResult:
     """In an answer that is a list of terms, a point is only earned by a sentence that
-    explains: naming "ridge point" between commas does not show what it is."""
-    if not result.met or result.evidence_span is None:
+    explains: naming "ridge point" between commas does not show what it is. Answer-wide
+    points are about naming things ("names both phases"), so naming still earns them."""
+    if not result.met or result.evidence_span is None or criterion.scope == "answer":
         return result
     start, end = result.evidence_span
     inside = [
