@@ -2,10 +2,7 @@ from django.conf import settings
 from django.db import models
 from django.urls import reverse
 
-
-class ContentQuerySet(models.QuerySet):
-    def live(self):
-        return self.filter(retired=False)
+from core.models import ContentQuerySet
 
 
 class Course(models.Model):
@@ -54,6 +51,7 @@ class Lesson(models.Model):
     objectives = models.JSONField(default=list)
     practice = models.JSONField(default=list, help_text="Question slugs")
     labs = models.JSONField(default=list, help_text="Lab slugs")
+    checks = models.JSONField(default=list, help_text="Question slugs answered in place on the lesson page")
     body = models.TextField(help_text="Markdown body")
     source_path = models.CharField(max_length=300)
     content_hash = models.CharField(max_length=64)

@@ -1,7 +1,7 @@
 from django.db import models
 from django.urls import reverse
 
-from courses.models import ContentQuerySet
+from core.models import ContentQuerySet
 
 
 class Lab(models.Model):
@@ -127,6 +127,12 @@ class LabRun(models.Model):
     progress = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     summary = models.JSONField(null=True, blank=True)
+    workload_seed = models.PositiveBigIntegerField(
+        null=True,
+        blank=True,
+        help_text="Drawn fresh each time the run is measured: its prompts open with a nonce from it, so no "
+        "engine cache carries another run's prefill into this one",
+    )
     result_meta = models.JSONField(
         default=dict, blank=True, help_text="Schema version, spec, target (public), server metrics"
     )
@@ -170,3 +176,26 @@ class RunRequest(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.run_id} request {self.index}"
+
+
+class CohortResult(models.Model):
+    """A succeeded run's aggregate, kept for the cohort view after its learner deleted their account.
+
+    Anonymised by what it leaves out: no user, no run id, no prediction, no per-request rows or
+    timestamps, no error text, and the day it finished rather than the minute (a minute could be
+    matched against someone's login times). What stays is what the cohort chart plots: the lab,
+    the target and model, the swept parameters and the run's summary statistics.
+    """
+
+    lab = models.ForeignKey(Lab, on_delete=models.PROTECT, related_name="cohort_results")
+    target = models.ForeignKey(InferenceTarget, on_delete=models.PROTECT, related_name="cohort_results")
+    model_name = models.CharField(max_length=200)
+    params = models.JSONField(default=dict)
+    summary = models.JSONField()
+    finished_on = models.DateField()
+
+    class Meta:
+        ordering = ["-finished_on", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.lab.slug} on {self.target.name} ({self.finished_on:%Y-%m-%d}, former learner)"

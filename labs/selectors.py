@@ -1,22 +1,34 @@
 import csv
 import io
 import json
+from datetime import UTC, datetime
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 from django.db.models import Count, Q
 
-from courses.rendering import RENDERER_VERSION, render_lesson_body
-from labs.models import InferenceTarget, Lab, LabRun, RunRequest
+from core.versions import rendering_version
+from courses.rendering import render_lesson_body
+from labs.models import CohortResult, InferenceTarget, Lab, LabRun, RunRequest
 
 
 def rendered_guide(*, lab: Lab) -> str:
-    key = f"lab-guide:{RENDERER_VERSION}:{lab.content_hash}"
+    key = f"lab-guide:{rendering_version()}:{lab.content_hash}"
     html = cache.get(key)
     if html is None:
         html = render_lesson_body(body=lab.spec.get("guide", "")).html
         cache.set(key, html, timeout=None)
     return html
+
+
+def labs_by_slug(*, slugs: list[str]) -> list[Lab]:
+    """Live labs in the order given (a lesson's "try it" list); unknown slugs are skipped."""
+    found = {lab.slug: lab for lab in Lab.objects.live().filter(slug__in=slugs).only("slug", "title", "objective")}
+    return [found[slug] for slug in slugs if slug in found]
+
+
+def lab_for_slug(*, slug: str) -> Lab | None:
+    return Lab.objects.live().filter(slug=slug).first()
 
 
 def runs_of(*, user: AbstractBaseUser, lab: Lab | None = None):
@@ -60,15 +72,16 @@ def cost_per_million_output_tokens(*, run: LabRun) -> float | None:
     return float(price) / 3600 / throughput * 1_000_000
 
 
-# Bumped whenever the charts change look, so cached charts of finished runs are drawn anew.
-CHARTS_KEY_PREFIX = "run-charts:v2"
+def charts_cache_key(*, run: LabRun) -> str:
+    """Charts change with the run (its finish time) and with the code that draws them (core.versions)."""
+    return f"run-charts:{rendering_version()}:{run.pk}:{run.finished_at.timestamp() if run.finished_at else 'live'}"
 
 
 def charts_for(*, run: LabRun) -> dict[str, str]:
     """SVG charts of a finished run, cached: a finished run never changes."""
     from labs import charts
 
-    key = f"{CHARTS_KEY_PREFIX}:{run.pk}:{run.finished_at.timestamp() if run.finished_at else 'live'}"
+    key = charts_cache_key(run=run)
     cached = cache.get(key) if run.finished_at else None
     if cached is not None:
         return cached
@@ -89,7 +102,12 @@ def findings_for(*, run: LabRun) -> list:
 
     if not run.summary:
         return []
-    return evaluate(lab_slug=run.lab.slug, summary=run.summary, bound=decode_bound(run=run))
+    return evaluate(
+        lab_slug=run.lab.slug,
+        summary=run.summary,
+        bound=decode_bound(run=run),
+        measures_prefix_cache=bool(run.lab.spec.get("plan", {}).get("prompt_cache")),
+    )
 
 
 CSV_COLUMNS = [
@@ -174,13 +192,141 @@ def queue_dashboard() -> dict:
     return {"active": active, "failures": failures, "targets": targets}
 
 
+COHORT_SIZE = 50
+
+
 def cohort_runs(*, lab: Lab):
     return (
         LabRun.objects.filter(lab=lab, status=LabRun.Status.SUCCEEDED)
         .select_related("user", "target")
-        .order_by("-finished_at")[:50]
+        .order_by("-finished_at")[:COHORT_SIZE]
     )
+
+
+def cohort_entries(*, lab: Lab) -> list[LabRun | CohortResult]:
+    """The cohort view's rows, newest first: current learners' succeeded runs, and the anonymised
+    aggregates learners left when they deleted their accounts (CohortResult, dated by day)."""
+
+    def when(entry: LabRun | CohortResult) -> datetime:
+        if isinstance(entry, CohortResult):
+            return datetime.combine(entry.finished_on, datetime.min.time(), tzinfo=UTC)
+        return entry.finished_at or entry.created_at
+
+    former = CohortResult.objects.filter(lab=lab).select_related("target")[:COHORT_SIZE]
+    entries: list[LabRun | CohortResult] = [*cohort_runs(lab=lab), *former]
+    return sorted(entries, key=when, reverse=True)[:COHORT_SIZE]
 
 
 def request_rows(*, run: LabRun, limit: int = 50) -> list[RunRequest]:
     return list(run.requests.order_by("-index")[:limit])
+
+
+def _iso(value) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _learner_runs(user: AbstractBaseUser):
+    return LabRun.objects.filter(user=user).select_related("lab", "target").order_by("created_at")
+
+
+def runs_export(*, user: AbstractBaseUser) -> list[dict]:
+    """The learner's runs with every request, for their data export (docs/data-export.md).
+
+    Targets appear by name only: their addresses and keys are the instructor's (stored records
+    already have the address replaced by the target's name).
+    """
+    return [
+        {
+            "id": run.pk,
+            "lab": run.lab.slug,
+            "lab_title": run.lab.title,
+            "target": run.target.name,
+            "model": run.model_name,
+            "params": run.params,
+            "prediction": run.prediction,
+            "status": run.status,
+            "created_at": _iso(run.created_at),
+            "started_at": _iso(run.started_at),
+            "finished_at": _iso(run.finished_at),
+            "requeue_count": run.requeue_count,
+            "error": run.error,
+            "summary": run.summary,
+            "requests": [
+                {
+                    "index": request.index,
+                    "warmup": request.warmup,
+                    "step": request.step,
+                    "ttft_s": request.ttft_s,
+                    "tpot_s": request.tpot_s,
+                    "e2e_s": request.e2e_s,
+                    "output_tokens": request.output_tokens,
+                    "prompt_tokens": request.prompt_tokens,
+                    "error_kind": request.error_kind,
+                    "record": request.record,
+                }
+                for request in run.requests.order_by("index")
+            ],
+        }
+        for run in _learner_runs(user)
+    ]
+
+
+RUNS_CSV_COLUMNS = [
+    "run_id",
+    "lab",
+    "lab_title",
+    "target",
+    "model",
+    "status",
+    "created_at",
+    "finished_at",
+    "params",
+    "prediction",
+    "measured_requests",
+    "succeeded_requests",
+    "ttft_p50_ms",
+    "tpot_p50_ms",
+    "output_tokens_per_s",
+    "error",
+]
+
+
+def _p50_ms(overall: dict, metric: str) -> str:
+    value = (overall.get(metric) or {}).get("p50")
+    return "" if value is None else f"{value * 1000:.2f}"
+
+
+def runs_csv(*, user: AbstractBaseUser) -> str:
+    """One row per lab run of this learner, oldest first (a spreadsheet's view of the export)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(RUNS_CSV_COLUMNS)
+    for run in _learner_runs(user):
+        overall = (run.summary or {}).get("overall") or {}
+        throughput = overall.get("output_tokens_per_s")
+        writer.writerow(
+            [
+                run.pk,
+                run.lab.slug,
+                run.lab.title,
+                run.target.name,
+                run.model_name,
+                run.status,
+                _iso(run.created_at),
+                _iso(run.finished_at) or "",
+                json.dumps(run.params, sort_keys=True),
+                run.prediction,
+                run.requests.filter(warmup=False).count(),
+                (overall.get("requests") or {}).get("succeeded", ""),
+                _p50_ms(overall, "ttft_s"),
+                _p50_ms(overall, "tpot_s"),
+                "" if throughput is None else f"{throughput:.2f}",
+                run.error,
+            ]
+        )
+    return buffer.getvalue()
+
+
+def run_counts(*, user: AbstractBaseUser) -> dict[str, int]:
+    runs = LabRun.objects.filter(user=user)
+    return {"runs": runs.count(), "active": runs.filter(status__in=LabRun.ACTIVE).count()}

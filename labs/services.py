@@ -1,6 +1,7 @@
 """Write-side logic for labs: submitting, dispatching, cancelling and reaping runs."""
 
 import logging
+import time
 from datetime import timedelta
 
 from django.conf import settings
@@ -11,18 +12,17 @@ from django.db import transaction
 from django.db.models import Avg, F, Q
 from django.utils import timezone
 
-from labs.models import InferenceTarget, Lab, LabRun
+from core.queueing import send
+from labs.execution import finalise_summary, release_dead_lock
+from labs.models import CohortResult, InferenceTarget, Lab, LabRun
 from labs.plans import PlanError, build_steps, planned_requests
+from labs.targets import target_limits
 
 logger = logging.getLogger(__name__)
 
-
-def target_limits(target: InferenceTarget) -> dict[str, int]:
-    return {
-        "max_requests_per_run": target.max_requests_per_run,
-        "max_run_seconds": target.max_run_seconds,
-        "max_concurrency": target.max_concurrency,
-    }
+# Registered by labs.tasks.run_lab; sent by name so that this module need not import the tasks
+# that call it (the name is the one queued messages carry, see labs/tasks.py).
+RUN_LAB_TASK = "workers.tasks.run_lab"
 
 
 def check_quota(*, user: AbstractBaseUser, target: InferenceTarget) -> None:
@@ -72,11 +72,9 @@ def submit_run(*, user: AbstractBaseUser, lab: Lab, target: InferenceTarget, par
 
 def dispatch_run(*, run_id: int) -> None:
     """Send the run's task to its target's own queue (one worker, concurrency 1, per queue)."""
-    from workers.tasks import run_lab
-
     run = LabRun.objects.select_related("target").get(pk=run_id)
     try:
-        run_lab.apply_async(kwargs={"run_id": run.pk}, queue=run.target.queue_name)
+        send(task_name=RUN_LAB_TASK, kwargs={"run_id": run.pk}, queue=run.target.queue_name)
     except Exception as error:
         logger.warning("could not dispatch run %s: %s", run.pk, error)
         return
@@ -143,11 +141,14 @@ def reap_stale_runs() -> dict[str, list[int]]:
             run = LabRun.objects.select_for_update().get(pk=run.pk)
             if run.status != LabRun.Status.RUNNING:
                 continue
-            from labs.execution import release_dead_lock
-
             release_dead_lock(target=run.target, run_id=run.pk)
-            stored = run.requests.count()
-            if stored == 0 and run.requeue_count == 0 and not run.cancel_requested:
+            # Decided as the results and the message below count: a stored warm-up is not a
+            # measurement, so a run that only warmed up has lost nothing and is retried.
+            measured = run.requests.filter(warmup=False).count()
+            if measured == 0 and run.requeue_count == 0 and not run.cancel_requested:
+                # The next worker warms up again; a stale warm-up row would shift its indices
+                # and be exported as if it belonged to the retried run.
+                run.requests.all().delete()
                 run.status = LabRun.Status.QUEUED
                 run.requeue_count += 1
                 run.started_at = None
@@ -156,17 +157,13 @@ def reap_stale_runs() -> dict[str, list[int]]:
                 transaction.on_commit(lambda run_id=run.pk: dispatch_run(run_id=run_id))
                 outcome["requeued"].append(run.pk)
             else:
-                # Counted as the results count them: the warm-up is stored but not a measurement.
-                measured = run.requests.filter(warmup=False).count()
                 run.status = LabRun.Status.FAILED
                 run.finished_at = now
                 run.error = (
                     f"Worker lost: the process running this lab stopped. {measured} measured "
-                    f"request{'s' if measured != 1 else ''} are kept below."
+                    f"request{'s are' if measured != 1 else ' is'} kept below."
                 )
                 run.save(update_fields=["status", "finished_at", "error"])
-                from labs.execution import finalise_summary
-
                 finalise_summary(run=run)
                 outcome["failed"].append(run.pk)
 
@@ -197,3 +194,41 @@ def _queue_length(queue_name: str) -> int:
         return 1  # cannot tell: do not dispatch duplicates blindly
     finally:
         client.close()
+
+
+def stop_runs_of(*, user: AbstractBaseUser, wait_s: float) -> list[int]:
+    """Cancel the learner's queued and running runs, then give a running one's worker time to
+    notice (it checks every 0.3 s and writes nothing after the run leaves "running"), so it does
+    not write requests of a run about to be deleted. Returns the ids still running when the wait
+    ran out (their worker is dead or stuck)."""
+    for run in LabRun.objects.filter(user=user, status__in=LabRun.ACTIVE):
+        cancel_run(run=run)
+    deadline = time.monotonic() + wait_s
+    while True:
+        running = list(LabRun.objects.filter(user=user, status=LabRun.Status.RUNNING).values_list("pk", flat=True))
+        if not running or time.monotonic() >= deadline:
+            return running
+        time.sleep(0.2)
+
+
+def delete_runs_of(*, user: AbstractBaseUser) -> int:
+    """Part of deleting an account (accounts.services.delete_account): the learner's runs and
+    every request go; each succeeded run first leaves an anonymised CohortResult, so the cohort
+    view keeps its figures without the person. Returns how many runs were deleted."""
+    runs = LabRun.objects.filter(user=user)
+    CohortResult.objects.bulk_create(
+        [
+            CohortResult(
+                lab_id=run.lab_id,
+                target_id=run.target_id,
+                model_name=run.model_name,
+                params=run.params,
+                summary=run.summary,
+                finished_on=timezone.localdate(run.finished_at),
+            )
+            for run in runs.filter(status=LabRun.Status.SUCCEEDED, finished_at__isnull=False, summary__isnull=False)
+        ]
+    )
+    count = runs.count()
+    runs.delete()  # their requests go with them (RunRequest.run cascades)
+    return count

@@ -6,10 +6,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from core.access import staff_only
-from courses.selectors import lesson_ref_link, linked_questions
+from courses.selectors import lesson_ref_link
 from labs import selectors, services
 from labs.forms import RunForm
-from labs.models import Lab, LabRun
+from labs.models import CohortResult, Lab, LabRun
+from questions import selectors as question_selectors
 
 
 def _run_id(text: str) -> int | None:
@@ -56,7 +57,7 @@ def lab_detail(request: HttpRequest, lab_slug: str) -> HttpResponse:
         "lab": lab,
         "guide_html": selectors.rendered_guide(lab=lab),
         "params": lab.spec.get("params", []),
-        "questions": linked_questions(slugs=lab.spec.get("questions", [])),
+        "questions": question_selectors.questions_by_slug(slugs=lab.spec.get("questions", [])),
         "lesson_link": lesson_ref_link(ref=lab.lesson_ref) if lab.lesson_ref else None,
         "form": form,
         "my_runs": selectors.runs_of(user=request.user, lab=lab)[:10] if request.user.is_authenticated else [],
@@ -127,9 +128,7 @@ def run_status(request: HttpRequest, run_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = _get_run(request, run_id)
-    if run.user_id != request.user.pk and not request.user.is_staff:
-        raise Http404("No such run")
+    run = _get_run(request, run_id)  # the learner's own run; staff may cancel any
     services.cancel_run(run=run)
     messages.info(request, "Cancelling: measured requests are kept.")
     return redirect(
@@ -195,24 +194,32 @@ def cohort(request: HttpRequest, lab_slug: str) -> HttpResponse:
     from labs.charts import compare_svg
 
     lab = get_object_or_404(Lab.objects.live(), slug=lab_slug)
-    runs = list(selectors.cohort_runs(lab=lab))
     show_names = request.user.is_staff
+    entries = selectors.cohort_entries(lab=lab)
 
-    def label(index: int, run: LabRun) -> str:
-        if show_names or run.user_id == request.user.pk:
-            return f"{run.user.username} · run {run.pk}" if show_names else f"you · run {run.pk}"
+    def label(index: int, entry: LabRun | CohortResult) -> str:
+        if isinstance(entry, CohortResult):
+            return f"former learner {index + 1}"
+        if show_names or entry.user_id == request.user.pk:
+            return f"{entry.user.username} · run {entry.pk}" if show_names else f"you · run {entry.pk}"
         return f"learner {index + 1}"
 
     chart = (
         compare_svg(
-            runs=[{"label": label(i, run), "summary": run.summary} for i, run in enumerate(runs) if run.summary],
+            runs=[{"label": label(i, e), "summary": e.summary} for i, e in enumerate(entries) if e.summary],
             lab_slug=lab.slug,
         )
-        if runs
+        if entries
         else ""
     )
     rows = [
-        {"label": label(i, run), "run": run, "overall": (run.summary or {}).get("overall") or {}}
-        for i, run in enumerate(runs)
+        {
+            "label": label(i, entry),
+            "target": entry.target.name,
+            "finished": entry.finished_at if isinstance(entry, LabRun) else None,
+            "finished_on": entry.finished_on if isinstance(entry, CohortResult) else None,
+            "overall": (entry.summary or {}).get("overall") or {},
+        }
+        for i, entry in enumerate(entries)
     ]
     return render(request, "labs/cohort.html", {"lab": lab, "rows": rows, "chart": chart, "show_names": show_names})

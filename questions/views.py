@@ -5,10 +5,12 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from courses.selectors import lesson_ref_link
-from labs.models import Lab
+from courses import selectors as lesson_selectors
+from courses import views as lesson_views
+from courses.selectors import lesson_ref_link, lesson_ref_section
+from labs import selectors as lab_selectors
 from questions import selectors, services
-from questions.forms import AnswerForm, ChoiceAnswerForm, NumericAnswerForm
+from questions.forms import AnswerForm, ChoiceAnswerForm, NumericAnswerForm, answer_form_for
 from questions.models import Attempt, Question, QuestionSet
 from questions.review import due_reviews, upcoming_reviews
 
@@ -61,23 +63,29 @@ def _question_context(request: HttpRequest, question: Question, *, form=None, fo
                 "spec": item,
                 "form": (follow_up_forms or {}).get(item["slug"]) or _answer_form(question, follow_up=item["slug"]),
                 "latest": follow_up_latest,
-                "rows": _criteria_rows(rubric=item.get("rubric", []), result=follow_up_latest.result)
-                if follow_up_latest
-                else [],
+                "rows": _attempt_rows(follow_up_latest) if follow_up_latest else [],
             }
         )
-    lab = Lab.objects.live().filter(slug=question.lab_slug).first() if question.lab_slug else None
+    lab = lab_selectors.lab_for_slug(slug=question.lab_slug) if question.lab_slug else None
+    # Anonymous visitors get the public interview-prep page (answer, follow-ups, what gets marked
+    # up, the set's other questions); a signed-in learner still answers before seeing the answer.
+    public_page = not user.is_authenticated
+    siblings = selectors.set_siblings(question=question)
     return {
         "question": question,
         "spec": question.spec,
         "form": form or _answer_form(question),
         "latest": latest,
-        "rows": _criteria_rows(rubric=question.spec.get("rubric", []), result=latest.result) if latest else [],
+        "rows": _attempt_rows(latest) if latest else [],
         "show_model_answer": latest is not None or selectors.may_see_model_answer(user=user, question=question),
         "follow_ups": follow_ups,
         "history": [attempt for attempt in attempts if not attempt.follow_up][:10],
         "lesson_link": lesson_ref_link(ref=question.lesson_ref) if question.lesson_ref else None,
+        "lesson_section": lesson_ref_section(ref=question.lesson_ref) if question.lesson_ref else None,
         "lab": lab,
+        "public_page": public_page,
+        "siblings": siblings,
+        "set_total": len(siblings) + 1,
     }
 
 
@@ -91,7 +99,7 @@ def question_detail(request: HttpRequest, question_slug: str) -> HttpResponse:
 
     follow_up = request.POST.get("follow_up", "")
     form = _answer_form(question, request.POST, follow_up=follow_up)
-    partial = f"questions/question.html#follow-up-{follow_up}" if follow_up else "questions/question.html#answer-panel"
+    partial = "questions/question.html#answer-panel"
     if follow_up and selectors.follow_up_spec(question=question, follow_up=follow_up) is None:
         raise Http404("No such follow-up")
     status = 200
@@ -140,18 +148,14 @@ def reveal(request: HttpRequest, question_slug: str) -> HttpResponse:
 
 
 def _attempt_rows(attempt: Attempt) -> list[dict]:
-    question = attempt.question
-    rubric = question.spec.get("rubric", [])
-    if attempt.follow_up:
-        rubric = (selectors.follow_up_spec(question=question, follow_up=attempt.follow_up) or {}).get("rubric", [])
-    return _criteria_rows(rubric=rubric, result=attempt.result)
+    return _criteria_rows(rubric=selectors.attempt_criteria(attempt=attempt), result=attempt.result)
 
 
 @login_required
 @require_GET
 def attempt_feedback(request: HttpRequest, attempt_id: int) -> HttpResponse:
     """The mark sheet alone, polled while the LLM judge's second opinion is pending."""
-    attempt = get_object_or_404(Attempt.objects.select_related("question"), pk=attempt_id, user=request.user)
+    attempt = get_object_or_404(Attempt.objects.select_related("question", "rubric"), pk=attempt_id, user=request.user)
     return render(request, "questions/_feedback.html", {"attempt": attempt, "rows": _attempt_rows(attempt)})
 
 
@@ -159,7 +163,7 @@ def attempt_feedback(request: HttpRequest, attempt_id: int) -> HttpResponse:
 @require_GET
 def attempt_detail(request: HttpRequest, attempt_id: int) -> HttpResponse:
     # Filtering by user turns someone else's attempt id into a plain 404.
-    attempt = get_object_or_404(Attempt.objects.select_related("question"), pk=attempt_id, user=request.user)
+    attempt = get_object_or_404(Attempt.objects.select_related("question", "rubric"), pk=attempt_id, user=request.user)
     question = attempt.question
     context = {
         "attempt": attempt,
@@ -168,7 +172,7 @@ def attempt_detail(request: HttpRequest, attempt_id: int) -> HttpResponse:
         "follow_up_spec": selectors.follow_up_spec(question=question, follow_up=attempt.follow_up)
         if attempt.follow_up
         else None,
-        "stale_rubric": attempt.rubric_version != question.rubric_version,
+        "stale_rubric": selectors.graded_with_an_earlier_rubric(attempt=attempt),
     }
     return render(request, "questions/attempt.html", context)
 
@@ -211,3 +215,58 @@ def mock_interview(request: HttpRequest, set_slug: str) -> HttpResponse:
         "next_url": f"?step={step + 1}&minutes={minutes}",
     }
     return render(request, "questions/interview.html", context)
+
+
+@login_required
+@require_POST
+def lesson_check(request: HttpRequest, lesson_slug: str, question_slug: str) -> HttpResponse:
+    """Answer one of the lesson's checks in place: grade it, then show the score and worked answer.
+
+    With htmx the check's card is swapped; without JavaScript the browser returns to the check on
+    the lesson page. The attempt is an ordinary practice attempt (mark sheet, review schedule).
+    """
+    lesson = lesson_selectors.live_lesson(slug=lesson_slug)
+    if lesson is None:
+        raise Http404("No such lesson")
+    if question_slug not in lesson.checks:
+        raise Http404("That question is not a check in this lesson")
+    question = get_object_or_404(Question.objects.live(), slug=question_slug)
+    form = answer_form_for(question=question, data=request.POST, auto_id=f"check-{question.slug}-%s")
+    if form.is_valid():
+        try:
+            services.submit_answer(
+                user=request.user, question=question, answer=str(form.cleaned_data["answer"] or "")
+            )
+        except ValidationError as error:
+            form.add_error("answer", error)
+        except services.RateLimited as error:
+            form.add_error(None, str(error))
+        else:
+            if not request.htmx:
+                return redirect(f"{lesson.get_absolute_url()}#check-{question.slug}")
+    checks = lesson_views.lesson_checks(request, lesson)
+    check = next(item for item in checks if item["question"].slug == question_slug)
+    if form.errors:
+        check["form"] = form  # the template's answer_form tag shows this one, errors and all
+    if not request.htmx:
+        rendered = lesson_selectors.rendered_lesson(lesson=lesson)
+        context = {
+            "lesson": lesson,
+            "rendered": rendered,
+            "body_parts": lesson_views.body_around_checks(rendered),
+            "checks": checks,
+            **lesson_views.progress_context(request, lesson),
+        }
+        return render(request, "courses/lesson.html", context, status=422)
+    response = render(request, "courses/lesson.html#lesson-check", {"lesson": lesson, "check": check})
+    # The progress panel counts answered checks; refresh it out of band.
+    response.content += render(
+        request,
+        "courses/lesson.html#progress-panel-oob",
+        {
+            "lesson": lesson,
+            "progress": lesson_selectors.lesson_progress(user=request.user, lesson=lesson),
+            **lesson_views.progress_context(request, lesson),
+        },
+    ).content
+    return response
