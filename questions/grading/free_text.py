@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from questions.bank import Criterion, FollowUp, Question
+from questions.grading.matching import _alternatives, _matching_sentences, used_concepts
 from questions.grading.results import (
     KEYWORD_LIST_CAP,
     MISCONCEPTION_CAP,
@@ -17,55 +18,9 @@ from questions.grading.semantic import semantic_evidence
 from questions.grading.text import (
     AnswerAnalysis,
     analyse,
-    any_present,
     evidence_span,
-    holds,
     keyword_list_reason,
 )
-
-
-def _alternatives(match: Sequence[str]) -> list[list[str]]:
-    return [[part.strip() for part in alternative.split("+")] for alternative in match]
-
-
-def used_concepts(question: Question | FollowUp) -> set[str]:
-    used: set[str] = set()
-    for item in [*question.rubric, *question.misconceptions]:
-        for alternative in _alternatives(item.match):
-            used.update(alternative)
-        used.update(item.unless)
-    for group in question.contrasts:
-        if used & set(group):
-            used.update(group)
-    return used
-
-
-def _matching_sentences(
-    analysis: AnswerAnalysis, match: Sequence[str], unless: Sequence[str], *,
-    misconception: bool, tainted: Mapping[int, set[str]] | None = None,
-) -> dict[int, list[str]]:
-    """Sentence index -> the first alternative that holds there.
-
-    Misconceptions are only looked for in sentences that make a claim and do not report or
-    suppose someone else's belief. An alternative cannot earn a criterion in a sentence where
-    a misconception was found about one of the same concepts.
-    """
-    hits: dict[int, list[str]] = {}
-    for index, sentence in enumerate(analysis.sentences):
-        if misconception and (sentence.distanced or not sentence.claims):
-            continue
-        if unless and any_present(analysis=analysis, index=index, concept_ids=unless):
-            continue
-        for alternative in _alternatives(match):
-            if tainted and tainted.get(index, set()) & set(alternative):
-                continue
-            # A relation has to be stated; terms side by side in a list state nothing.
-            if len(alternative) > 1 and not sentence.claims:
-                continue
-            if holds(analysis=analysis, index=index, alternative=alternative):
-                hits[index] = alternative
-                break
-    return hits
 
 
 def _answer_wide(analysis: AnswerAnalysis, match: Sequence[str]) -> list[int] | None:

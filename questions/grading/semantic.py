@@ -27,6 +27,7 @@ import numpy as np
 
 from questions.bank import Criterion, FollowUp, Question
 from questions.grading.embedding import encoder, unit
+from questions.grading.matching import _matching_sentences, used_concepts
 from questions.grading.text import AnswerAnalysis, analyse, split_sentences
 
 # Cosine similarity a learner sentence needs with a reference to count as saying it. Chosen
@@ -100,8 +101,6 @@ _prepared_lock = threading.Lock()
 def _model_answer_sentences(
     question: Question | FollowUp, criterion: Criterion, analysis: AnswerAnalysis,
 ) -> list[str]:
-    from questions.grading.free_text import _matching_sentences
-
     found = _matching_sentences(analysis, criterion.match, criterion.unless, misconception=False)
     return [analysis.sentences[index].sentence.text for index in sorted(found)]
 
@@ -127,8 +126,6 @@ def prepare(question: Question | FollowUp) -> _Prepared:
     cached = _prepared.get(key)
     if cached is not None:
         return cached
-    from questions.grading.free_text import used_concepts
-
     model = analyse(
         text=question.model_answer, concepts=question.concepts,
         concept_ids=used_concepts(question), contrasts=question.contrasts,
