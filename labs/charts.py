@@ -13,7 +13,6 @@ saturation rate) live here too, so ``labs.checks`` states exactly what the chart
 from __future__ import annotations
 
 import hashlib
-import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -42,13 +41,11 @@ from courses.figures.style import (
 )
 from courses.inference.units import format_seconds, significant
 
-# find_knee: the knee is the last concurrency before a doubling buys less than 25 % more
-# aggregate tokens/s (perfect batching buys 100 %), provided per-request TPOT has by then grown
-# by more than 50 % over the lowest concurrency. The TPOT condition tells a saturated batch
-# (each user feels the slowdown) from an engine that never batched at all (flat throughput,
-# flat TPOT, requests simply wait their turn), which has no knee.
-KNEE_GAIN_PER_DOUBLING = 0.25
-KNEE_TPOT_GROWTH = 0.50
+# find_knee: the knee is the lowest concurrency whose aggregate output tokens/s reaches 90 % of
+# the peak the sweep measured. Judged against the measured peak rather than step by step, one
+# noisy step cannot move it far: a dip before the peak does not end the curve early, and a step
+# that happens to come in high only becomes the knee if it really is within 10 % of the best.
+KNEE_PEAK_FRACTION = 0.90
 
 # The open-loop lab calls a rate saturated once fewer than 90 % of requests meet the SLO.
 SATURATION_GOODPUT = 0.90
@@ -141,35 +138,51 @@ def linear_fit(*, xs: Sequence[float], ys: Sequence[float]) -> tuple[float, floa
     return slope, intercept, r2
 
 
-def find_knee(*, points: Sequence[tuple[float, float]], tpot_s: Sequence[float] | None = None) -> float | None:
-    """The concurrency after which batching stops paying, or None if it never stops in the sweep.
+@dataclass(frozen=True, slots=True)
+class Knee:
+    """Where more concurrency stops paying, with the numbers that decided it.
 
-    ``points`` are (concurrency, aggregate output tokens/s). The knee is the first concurrency c
-    such that going on to the next step gains less than KNEE_GAIN_PER_DOUBLING (25 %) aggregate
-    throughput per doubling of concurrency while per-request TPOT at that next step is more than
-    KNEE_TPOT_GROWTH (50 %) above TPOT at the lowest concurrency. ``tpot_s`` gives the measured
-    per-request TPOT per point; without it TPOT is inferred as concurrency / aggregate, which is
-    what a closed loop in steady state gives.
+    ``before`` is the step just below the knee (None when the knee is the lowest concurrency,
+    i.e. concurrency never paid): the last one still under KNEE_PEAK_FRACTION of the peak.
     """
-    if tpot_s is not None and len(tpot_s) != len(points):
-        raise ValueError(f"{len(points)} points but {len(tpot_s)} TPOT values")
-    rows = [
-        (float(c), float(a), float(tpot_s[i]) if tpot_s is not None else float(c) / float(a))
-        for i, (c, a) in enumerate(points)
-        if c > 0 and a > 0
-    ]
-    rows.sort(key=lambda row: row[0])
-    if len(rows) < 2:
+
+    concurrency: float
+    tokens_per_s: float
+    peak_concurrency: float
+    peak_tokens_per_s: float
+    before: tuple[float, float] | None
+
+    @property
+    def fraction_of_peak(self) -> float:
+        return self.tokens_per_s / self.peak_tokens_per_s
+
+
+def find_knee(*, points: Sequence[tuple[float, float]]) -> Knee | None:
+    """The lowest concurrency whose aggregate throughput reaches KNEE_PEAK_FRACTION of the peak.
+
+    ``points`` are (concurrency, aggregate output tokens/s). None with fewer than two distinct
+    concurrencies, or when only the highest concurrency reaches the threshold: throughput was
+    still rising where the sweep stopped, so the knee lies beyond it.
+    """
+    rows: dict[float, float] = {}
+    for c, a in sorted(points):
+        if c > 0 and a > 0:
+            rows.setdefault(float(c), float(a))
+    ordered = sorted(rows.items())
+    if len(ordered) < 2:
         return None
-    base_tpot = rows[0][2]
-    for (c1, a1, _), (c2, a2, t2) in itertools.pairwise(rows):
-        if c2 <= c1:
-            continue
-        doublings = math.log2(c2 / c1)
-        gain = (a2 / a1) ** (1.0 / doublings) - 1.0
-        if gain < KNEE_GAIN_PER_DOUBLING and t2 > base_tpot * (1.0 + KNEE_TPOT_GROWTH):
-            return c1
-    return None
+    peak_c, peak_a = max(ordered, key=lambda row: (row[1], -row[0]))
+    index = next(i for i, (_, a) in enumerate(ordered) if a >= KNEE_PEAK_FRACTION * peak_a)
+    if index == len(ordered) - 1:
+        return None
+    c, a = ordered[index]
+    return Knee(
+        concurrency=c,
+        tokens_per_s=a,
+        peak_concurrency=peak_c,
+        peak_tokens_per_s=peak_a,
+        before=ordered[index - 1] if index > 0 else None,
+    )
 
 
 def saturation_rate(*, points: Sequence[tuple[float, float]], threshold: float = SATURATION_GOODPUT) -> float | None:
@@ -342,41 +355,44 @@ def _concurrency_chart(
     _line(ax=right, xs=xs, ys=aggregate, color=BLUE, marker="o", label="aggregate tokens/s (right)")
     right.set_ylabel("aggregate output tokens/s", color=BLUE)
     _from_zero(right)
-    if knee is not None:
-        ax.axvline(knee, color=GREEN, linestyle="--", linewidth=1.2, label=f"knee ≈ {_int(knee)}")
-        ax.set_title(f"Batching pays until about {_int(knee)} concurrent requests")
+    lowest = xs[0] if xs else None
+    if knee is not None and knee.concurrency != lowest:
+        ax.axvline(
+            knee.concurrency, color=GREEN, linestyle="--", linewidth=1.2, label=f"knee ≈ {_int(knee.concurrency)}"
+        )
+        ax.set_title(f"Batching pays until about {_int(knee.concurrency)} concurrent requests")
+    elif knee is not None:
+        ax.set_title(
+            f"No gain from concurrency: {_int(knee.concurrency)} already gives {knee.fraction_of_peak:.0%} of the peak"
+        )
     else:
-        ax.set_title("Per-request TPOT against aggregate throughput")
+        ax.set_title("Aggregate throughput still rising at the highest concurrency")
     _legend_both(ax=ax, other=right)
     note(
         figure=figure,
         text=(
-            f"Knee: the last concurrency before a doubling adds under "
-            f"{KNEE_GAIN_PER_DOUBLING:.0%} aggregate tokens/s while TPOT is over "
-            f"{KNEE_TPOT_GROWTH:.0%} above its value at the lowest concurrency."
+            f"Knee: the lowest concurrency whose aggregate tokens/s reaches {KNEE_PEAK_FRACTION:.0%} "
+            "of the peak measured in this sweep"
+            + (
+                f" ({_rate_text(knee.peak_tokens_per_s)} at {_int(knee.peak_concurrency)})."
+                if knee is not None
+                else "."
+            )
         ),
     )
     alt = (
         f"Per-request P50 TPOT and aggregate output tokens/s against concurrency "
         f"({', '.join(_int(x) for x in xs)}): TPOT {_seconds_list(tpot)}; aggregate "
         f"{_rate_list(aggregate)}; "
-        + (f"knee at about {_int(knee)}." if knee is not None else "no knee within the sweep.")
+        + (f"knee at about {_int(knee.concurrency)}." if knee is not None else "no knee within the sweep.")
     )
     return figure, alt
 
 
-def concurrency_knee(*, steps: Sequence[StepView]) -> float | None:
-    """find_knee over a concurrency sweep's steps, with their measured TPOT."""
-    rows = [
-        (
-            as_number(s.value),
-            _float(s.summary.get("output_tokens_per_s")),
-            stat(summary=s.summary, metric="tpot_s"),
-        )
-        for s in steps
-    ]
-    usable = [(c, a, t) for c, a, t in rows if c and a and t]
-    return find_knee(points=[(c, a) for c, a, _ in usable], tpot_s=[t for _, _, t in usable])
+def concurrency_knee(*, steps: Sequence[StepView]) -> Knee | None:
+    """find_knee over a concurrency sweep's steps (aggregate output tokens/s per level)."""
+    rows = [(as_number(s.value), _float(s.summary.get("output_tokens_per_s"))) for s in steps]
+    return find_knee(points=[(c, a) for c, a in rows if c and a])
 
 
 def _rate_chart(*, steps: list[StepView], param: str | None, bound: Mapping[str, Any] | None) -> tuple[Figure, str]:

@@ -16,8 +16,7 @@ from typing import Any
 
 from courses.inference.units import format_seconds, significant
 from labs.charts import (
-    KNEE_GAIN_PER_DOUBLING,
-    KNEE_TPOT_GROWTH,
+    KNEE_PEAK_FRACTION,
     SATURATION_GOODPUT,
     StepView,
     as_number,
@@ -75,12 +74,17 @@ P99_MIN_SAMPLES = 100
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One check: ``ok`` when the result has the expected shape; ``detail`` gives the numbers."""
+    """One check: ``ok`` when the result has the expected shape; ``detail`` gives the numbers.
+
+    A ``note`` is neither a pass nor a failure (a caveat about reading the results, such as a P99
+    from too few samples): the page shows it in a neutral style.
+    """
 
     id: str
     ok: bool
     title: str
     detail: str
+    note: bool = False
 
 
 def evaluate(*, lab_slug: str, summary: Mapping[str, Any], bound: Mapping[str, Any] | None = None) -> list[Finding]:
@@ -411,6 +415,9 @@ def _batching_almost_free(
     usable = [
         s for s in _with(steps=steps, metric="tpot_s") if as_number(s.value) and s.summary.get("output_tokens_per_s")
     ]
+    # One step per level (a level listed twice is measured twice; the first one counts), so no
+    # finding compares a level with itself.
+    usable = list({as_number(s.value): s for s in reversed(usable)}.values())[::-1]
     if len(usable) < 2:
         return [_need_steps(lab="concurrency levels", steps=steps)]
     low, high = usable[0], usable[-1]
@@ -461,7 +468,11 @@ def _batching_almost_free(
         )
         return findings
     knee = concurrency_knee(steps=usable)
-    reference = next((s for s in usable if as_number(s.value) == knee), high)
+    # TPOT is compared between two different levels: the lowest and the knee, or the highest
+    # when throughput was still rising (the knee is then beyond the sweep).
+    reference = high
+    if knee is not None and knee.concurrency != c_low:
+        reference = next(s for s in usable if as_number(s.value) == knee.concurrency)
     c_ref = as_number(reference.value) or c_high
     tpot_ratio = _p(reference, "tpot_s") / tpot_low
     c_ratio = c_ref / c_low
@@ -471,7 +482,7 @@ def _batching_almost_free(
         f"{_s(tpot_low)} -> {_s(_p(reference, 'tpot_s'))} (×{_r(tpot_ratio)}) while aggregate "
         f"output went {_t(agg_low)} -> {_t(agg_ref)} (×{_r(agg_ref / agg_low)})"
     )
-    if c_ratio > 1 and tpot_ratio < c_ratio:
+    if tpot_ratio < c_ratio:
         findings.append(
             Finding(
                 id="tpot-slower-than-concurrency",
@@ -497,20 +508,30 @@ def _batching_almost_free(
                 ),
             )
         )
-    criteria = (
-        f"a doubling of concurrency adds under {KNEE_GAIN_PER_DOUBLING:.0%} aggregate tokens/s "
-        f"while TPOT is over {KNEE_TPOT_GROWTH:.0%} above its value at concurrency {_n(c_low)}"
-    )
+    per_level = ", ".join(f"{_n(as_number(s.value))}: {_t(float(s.summary['output_tokens_per_s']))}" for s in usable)
     if knee is not None:
+        below = (
+            f", while concurrency {_n(knee.before[0])} reached {_t(knee.before[1])} "
+            f"({knee.before[1] / knee.peak_tokens_per_s:.0%})"
+            if knee.before is not None
+            else ""
+        )
+        knee_tpot = stat(
+            summary=next(s for s in usable if as_number(s.value) == knee.concurrency).summary, metric="tpot_s"
+        )
         findings.append(
             Finding(
                 id="knee",
                 ok=True,
-                title=f"The knee is at about {_n(knee)} concurrent requests",
+                title=f"The knee is at about {_n(knee.concurrency)} concurrent requests",
                 detail=(
-                    f"Past concurrency {_n(knee)}, {criteria}. Beyond it, more concurrency "
-                    "mostly makes each request slower: the batch has turned compute-bound or "
-                    "the KV cache has run out of room."
+                    f"Aggregate output peaked at {_t(knee.peak_tokens_per_s)} at concurrency "
+                    f"{_n(knee.peak_concurrency)}. Concurrency {_n(knee.concurrency)} is the lowest "
+                    f"level reaching {KNEE_PEAK_FRACTION:.0%} of that peak: {_t(knee.tokens_per_s)} "
+                    f"({knee.fraction_of_peak:.0%}), at P50 TPOT {_s(knee_tpot)}{below}. Aggregate "
+                    f"per level: {per_level}. Beyond the knee more concurrency mostly makes each "
+                    "request slower or makes it wait: the batch has turned compute-bound, the KV "
+                    "cache has run out of room, or the engine has no free slot."
                 ),
             )
         )
@@ -521,9 +542,10 @@ def _batching_almost_free(
                 ok=True,
                 title="No knee within this sweep",
                 detail=(
-                    f"Aggregate output was still gaining at concurrency {_n(c_high)} "
-                    f"({_t(agg_high)}); the knee is where {criteria}. Sweep higher, within "
-                    "the target's limit, to find it."
+                    f"Aggregate output was still rising at the highest level: {_t(agg_high)} at "
+                    f"concurrency {_n(c_high)}, and no lower level reached {KNEE_PEAK_FRACTION:.0%} "
+                    f"of it (aggregate per level: {per_level}). Sweep higher, within the target's "
+                    "limit, to find the knee."
                 ),
             )
         )
@@ -866,8 +888,9 @@ def _generic(*, param: str | None, steps: list[StepView], overall: Mapping[str, 
         findings.append(
             Finding(
                 id="small-sample",
-                ok=False,
-                title="Too few requests for a meaningful P99",
+                ok=True,
+                note=True,
+                title=f"P99 not meaningful (n < {P99_MIN_SAMPLES})",
                 detail=(
                     f"n = {int(samples)} successful requests in all (smallest step: "
                     f"{smallest[1]} with n = {smallest[0]}). With under {P99_MIN_SAMPLES} "

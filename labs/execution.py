@@ -26,7 +26,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError, close_old
 from django.utils import timezone
 
 from labs.models import InferenceTarget, LabRun, RunRequest
-from labs.plans import PlanError, Step, build_steps
+from labs.plans import PlanError, Step, build_steps, planned_requests, planned_warmups
 from labs.services import target_limits
 from workers.measure import Capabilities, RequestRecord, TargetSpec, measure
 from workers.measure.metrics import summarize
@@ -215,7 +215,9 @@ def _measure_steps(run: LabRun) -> str:
     # The target's wall-clock limit is the run's, not each step's: steps share what is left.
     deadline = started + run.target.max_run_seconds
     stopped_early = ""  # why the run ended before its plan, for the learner
-    total = sum(step.spec.requests + step.spec.warmup for step in steps)
+    # Measured requests only: warm-ups are sent but not counted, as the results count them.
+    total = planned_requests(steps)
+    warmups = planned_warmups(steps)
     state = {"done": 0, "tokens": 0, "last_write": 0.0, "cancel_checked": 0.0, "cancelled": False}
     offset = run.requests.count()
     step_summaries: list[dict] = []
@@ -258,6 +260,7 @@ def _measure_steps(run: LabRun) -> str:
                         progress={
                             "done": state["done"],
                             "total": total,
+                            "warmup": warmups,
                             "tokens": state["tokens"],
                             "elapsed_s": round(now - started, 2),
                             "step": step.key,

@@ -111,4 +111,10 @@ def build_steps(*, plan: dict, params: dict[str, Any], models: list[str], limits
 
 
 def planned_requests(steps: list[Step]) -> int:
-    return sum(step.spec.requests + step.spec.warmup for step in steps)
+    """Measured requests the plan sends; warm-ups are counted apart (planned_warmups), as the
+    results count them: a warm-up is sent but never measured."""
+    return sum(step.spec.requests for step in steps)
+
+
+def planned_warmups(steps: list[Step]) -> int:
+    return sum(step.spec.warmup for step in steps)

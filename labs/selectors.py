@@ -51,6 +51,25 @@ def decode_bound(*, run: LabRun) -> dict | None:
     }
 
 
+def request_counts(*, run: LabRun) -> dict[str, int] | None:
+    """A finished run's counts, the same everywhere: measured requests (warm-up excluded, as the
+    summary table's n excludes it), how many succeeded and failed, the plan, and the warm-ups
+    sent apart. None while the run is active (the live progress counts then)."""
+    if run.is_active or not run.summary:
+        return None
+    requests = (run.summary.get("overall") or {}).get("requests") or {}
+    meta_steps = (run.result_meta or {}).get("steps") or []
+    return {
+        "measured": int(requests.get("total", 0)),
+        "succeeded": int(requests.get("succeeded", 0)),
+        "failed": int(requests.get("failed", 0)),
+        "planned": sum(int((step.get("spec") or {}).get("requests") or 0) for step in meta_steps)
+        if meta_steps
+        else int((run.progress or {}).get("total") or 0),
+        "warmup": run.requests.filter(warmup=True).count(),
+    }
+
+
 def cost_per_million_output_tokens(*, run: LabRun) -> float | None:
     price = run.target.price_per_gpu_hour
     overall = (run.summary or {}).get("overall") or {}

@@ -12,7 +12,7 @@ from django.db.models import Avg, F, Q
 from django.utils import timezone
 
 from labs.models import InferenceTarget, Lab, LabRun
-from labs.plans import PlanError, build_steps, planned_requests
+from labs.plans import PlanError, build_steps, planned_requests, planned_warmups
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +64,13 @@ def submit_run(*, user: AbstractBaseUser, lab: Lab, target: InferenceTarget, par
             model_name=steps[0].model,
             params=params,
             prediction=prediction.strip(),
-            progress={"done": 0, "total": planned_requests(steps), "tokens": 0, "elapsed_s": 0.0},
+            progress={
+                "done": 0,
+                "total": planned_requests(steps),
+                "warmup": planned_warmups(steps),
+                "tokens": 0,
+                "elapsed_s": 0.0,
+            },
         )
         transaction.on_commit(lambda: dispatch_run(run_id=run.pk))
     return run

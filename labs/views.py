@@ -71,6 +71,7 @@ def _run_context(request: HttpRequest, run: LabRun) -> dict:
         "position": services.queue_position(run=run),
         "eta_s": services.eta_seconds(run=run),
         "progress_percent": _percent(run),
+        "counts": selectors.request_counts(run=run),
         "recent_requests": selectors.request_rows(run=run, limit=8) if run.is_active else [],
         "params_display": [
             (key, ", ".join(map(str, value)) if isinstance(value, list) else value) for key, value in run.params.items()

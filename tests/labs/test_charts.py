@@ -71,7 +71,8 @@ def test_concurrency_chart_marks_the_knee_and_draws_the_bound_only_when_given():
     summary = concurrency_run()
     with_bound = texts_of(parse(charts.main_chart_svg(lab_slug="batching-almost-free", summary=summary, bound=BOUND)))
     without = texts_of(parse(charts.main_chart_svg(lab_slug="batching-almost-free", summary=summary)))
-    assert "knee ≈ 16" in with_bound
+    assert "knee ≈ 32" in with_bound
+    assert "Batching pays until about 32 concurrent requests" in with_bound
     assert "TPOT lower bound at batch 1" in with_bound
     assert "TPOT lower bound" not in without
     for label in ("1", "2", "4", "8", "16", "32", "64"):
@@ -272,24 +273,27 @@ def test_linear_fit_refuses_what_is_not_a_line(xs, ys):
 
 def test_find_knee_on_a_saturating_batch():
     points = [(1, 100), (2, 195), (4, 380), (8, 720), (16, 1300), (32, 1450), (64, 1500)]
-    tpot = [0.010, 0.0103, 0.0105, 0.0111, 0.0123, 0.0221, 0.0427]
-    assert charts.find_knee(points=points, tpot_s=tpot) == 16
-    # Without measured TPOT it is inferred as concurrency / throughput: same knee.
-    assert charts.find_knee(points=points) == 16
+    knee = charts.find_knee(points=points)
+    assert knee is not None
+    assert (knee.concurrency, knee.tokens_per_s) == (32, 1450)
+    assert (knee.peak_concurrency, knee.peak_tokens_per_s) == (64, 1500)
+    assert knee.before == (16, 1300)
 
 
-def test_find_knee_is_none_while_scaling_or_when_the_engine_never_batched():
+def test_find_knee_is_none_while_scaling_and_at_the_lowest_level_when_the_engine_never_batched():
     scaling = [(1, 100), (2, 195), (4, 380), (8, 720)]
     assert charts.find_knee(points=scaling) is None
     serial = [(1, 100), (2, 101), (4, 99), (8, 100)]
-    assert charts.find_knee(points=serial, tpot_s=[0.01, 0.01, 0.0101, 0.01]) is None
+    knee = charts.find_knee(points=serial)
+    assert knee is not None and knee.concurrency == 1 and knee.before is None
     assert charts.find_knee(points=[(4, 100)]) is None
 
 
-def test_find_knee_needs_tpot_growth_beyond_half_as_well_as_flat_throughput():
-    points = [(1, 100), (2, 190), (4, 200)]
-    assert charts.find_knee(points=points, tpot_s=[0.01, 0.0105, 0.014]) is None
-    assert charts.find_knee(points=points, tpot_s=[0.01, 0.0105, 0.02]) == 2
+def test_find_knee_reaches_90_percent_of_the_peak_on_noisy_data():
+    points = [(1, 320), (2, 380), (4, 540), (8, 520), (16, 500)]
+    knee = charts.find_knee(points=points)
+    assert knee is not None and knee.concurrency == 4
+    assert knee.fraction_of_peak >= 0.9
 
 
 def test_saturation_rate_is_the_first_rate_below_the_goodput_threshold():

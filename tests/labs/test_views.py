@@ -4,6 +4,7 @@ cohort and the queue dashboard. Runs are measured in-process against the scripte
 import csv
 import io
 import json
+import re
 
 import pytest
 
@@ -146,3 +147,31 @@ def test_cohort_hides_other_learners_names(client, lab_and_target, make_user):
     client.force_login(make_user("teacher", is_staff=True))
     html = client.get("/labs/ttft-vs-output-length/cohort/").content.decode()
     assert "alice" in html and "bob" in html
+
+
+def test_units_counts_and_caveats_agree_on_the_run_page(logged_in_client, scripted_engine, broker, user):
+    # A llama.cpp-flavoured engine reports its own timings, so the server-side split shows.
+    target = make_target(scripted_engine("--flavor", "llamacpp", "--ttft-ms", "20", "--gap-ms", "3"))
+    load_lab("ttft-vs-output-length")
+    submit(logged_in_client, target)
+    run = LabRun.objects.get(user=user)
+    assert execute_run(run_id=run.pk) == "succeeded"
+    page = logged_in_client.get(f"/labs/runs/{run.pk}/").content.decode()
+    # 2 steps × 2 repeats measured; the warm-up is sent apart and said so, never mixed in.
+    assert "4 measured requests · plus 1 warm-up request, not counted" in page
+    assert " of 5 " not in page
+    split = re.search(r'data-testid="server-split">([^<]*)<', page).group(1)
+    assert re.search(r"prefill \d+(\.\d+)? ms, decode \d+\.\d\d ms per output token", split), split
+    # Too few samples for a P99 is a caveat shown neutrally, not a failed check.
+    caveat = re.search(r'<div class="criterion ([a-z]+)" data-testid="finding-small-sample"><p><strong>(.)', page)
+    assert caveat.groups() == ("note", "ℹ")
+    assert "P99 not meaningful (n &lt; 100)" in page
+
+    # The live table while a run is in flight: TPOT in milliseconds under "TPOT ms".
+    LabRun.objects.filter(pk=run.pk).update(status=LabRun.Status.RUNNING, finished_at=None)
+    live = logged_in_client.get(f"/labs/runs/{run.pk}/").content.decode()
+    header = re.search(r"<thead><tr>(.*?)</tr></thead>", live).group(1)
+    assert "TPOT ms" in header
+    tpot_cells = re.findall(r'<td class="num">([^<]*)</td><td class="num">([^<]*)</td><td class="num">\d+</td>', live)
+    assert tpot_cells and all(1.0 <= float(tpot) <= 30.0 for _, tpot in tpot_cells), tpot_cells
+    assert "of 4 measured requests (plus 1 warm-up, not counted)" in live
