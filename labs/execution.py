@@ -295,8 +295,10 @@ def _measure_steps(run: LabRun) -> str:
             }
         )
         notes.extend(result.notes)
-        if not run.result_meta:
+        if "schema_version" not in run.result_meta:
+            # Merged, not replaced: the submit may have recorded how the parameters were fitted.
             run.result_meta = {
+                **run.result_meta,
                 "schema_version": result.schema_version,
                 "target": {k: v for k, v in result.target.items() if k != "base_url"},
                 "engine": result.engine,

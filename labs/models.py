@@ -93,6 +93,13 @@ class InferenceTarget(models.Model):
         return f"target-{self.slug}"
 
     @property
+    def server_slots(self) -> int | None:
+        """How many requests the engine serves at once (llama.cpp --parallel, reported by its
+        /props as total_slots; staff may set it for Ollama's OLLAMA_NUM_PARALLEL), or None."""
+        slots = (self.capabilities or {}).get("server_slots")
+        return int(slots) if isinstance(slots, int) and slots > 0 else None
+
+    @property
     def default_model(self) -> str:
         return self.model_names[0] if self.model_names else ""
 

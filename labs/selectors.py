@@ -19,6 +19,10 @@ def rendered_guide(*, lab: Lab) -> str:
     return html
 
 
+def enabled_target(*, target_id: int) -> InferenceTarget | None:
+    return InferenceTarget.objects.filter(pk=target_id, enabled=True).first()
+
+
 def runs_of(*, user: AbstractBaseUser, lab: Lab | None = None):
     runs = LabRun.objects.filter(user=user).select_related("lab", "target")
     if lab is not None:

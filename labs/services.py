@@ -44,7 +44,17 @@ def check_quota(*, user: AbstractBaseUser, target: InferenceTarget) -> None:
         )
 
 
-def submit_run(*, user: AbstractBaseUser, lab: Lab, target: InferenceTarget, params: dict, prediction: str) -> LabRun:
+def submit_run(
+    *,
+    user: AbstractBaseUser,
+    lab: Lab,
+    target: InferenceTarget,
+    params: dict,
+    prediction: str,
+    adjustments: list[str] | None = None,
+) -> LabRun:
+    """Queue a run. ``adjustments`` say how the form fitted the parameters to the target's caps;
+    the run page shows them next to the parameters."""
     if not target.enabled:
         raise ValidationError(f"{target.name} is not taking runs at the moment.", code="disabled")
     try:
@@ -64,6 +74,7 @@ def submit_run(*, user: AbstractBaseUser, lab: Lab, target: InferenceTarget, par
             model_name=steps[0].model,
             params=params,
             prediction=prediction.strip(),
+            result_meta={"adjusted": list(adjustments)} if adjustments else {},
             progress={
                 "done": 0,
                 "total": planned_requests(steps),

@@ -127,6 +127,7 @@ def probe_and_record(*, target_id: int) -> InferenceTarget:
         )
     )
     target.probed_at = timezone.now()
+    known_slots = (target.capabilities or {}).get("server_slots")
     if result.reachable:
         target.capabilities = {
             "include_usage": bool(result.include_usage),
@@ -135,6 +136,10 @@ def probe_and_record(*, target_id: int) -> InferenceTarget:
             "fresh_connection_per_stream": result.engine == "llamacpp",
             "metrics": result.metrics,
         }
+        # Staff may have set the slot count for an engine that does not report it (Ollama).
+        slots = result.server_slots or known_slots
+        if slots:
+            target.capabilities["server_slots"] = slots
         target.engine_version = (result.engine_version or result.engine or "")[:100]
         if result.models and not target.model_names:
             target.model_names = result.models

@@ -29,14 +29,20 @@ def lab_detail(request: HttpRequest, lab_slug: str) -> HttpResponse:
     lab = get_object_or_404(Lab.objects.live(), slug=lab_slug)
     form = None
     if request.user.is_authenticated:
-        initial_params, initial = None, {}
+        initial_params, initial, target = None, {}, None
         rerun_id = _run_id(request.GET.get("rerun", ""))
         if rerun_id is not None:
             previous = selectors.own_run(user=request.user, run_id=rerun_id)
             if previous and previous.lab_id == lab.pk:
                 initial_params = previous.params
-                initial = {"target": previous.target_id, "prediction": previous.prediction}
-        form = RunForm(request.POST or None, lab=lab, initial_params=initial_params, initial=initial)
+                initial = {"prediction": previous.prediction}
+                target = previous.target
+        target_id = _run_id(request.GET.get("target", ""))
+        if target_id is not None:
+            target = selectors.enabled_target(target_id=target_id) or target
+            if request.GET.get("prediction"):
+                initial["prediction"] = request.GET["prediction"][:2000]
+        form = RunForm(request.POST or None, lab=lab, initial_params=initial_params, initial=initial, target=target)
         if request.method == "POST" and form.is_valid():
             try:
                 run = services.submit_run(
@@ -45,6 +51,7 @@ def lab_detail(request: HttpRequest, lab_slug: str) -> HttpResponse:
                     target=form.cleaned_data["target"],
                     params=form.params,
                     prediction=form.cleaned_data["prediction"],
+                    adjustments=form.adjustments,
                 )
             except ValidationError as error:
                 form.add_error(None, error)

@@ -10,6 +10,7 @@ import pytest
 
 from labs.execution import execute_run
 from labs.models import LabRun
+from labs.targets import upsert_target
 from tests.labs.test_runs import load_lab, make_target
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -42,13 +43,65 @@ def test_form_errors_name_the_field_and_the_allowed_range(logged_in_client, lab_
     assert response.status_code == 422
     assert "99999 is outside the allowed range 1 to 4096" in html
     assert "Ensure this value is greater than or equal to 1" in html
+    # The errors are listed at the top of the form, and the answer scrolls there without JS.
+    form_start = html.index('action="/labs/ttft-vs-output-length/#run-it"')
+    summary = html.index('data-testid="form-errors"')
+    first_field = html.index('name="prediction"')
+    assert form_start < summary < first_field
+    assert '<a href="#id_param_max_tokens">Output lengths (max_tokens)</a>' in html or "#id_param_max_tokens" in html
     response = submit(logged_in_client, target, param_max_tokens="eight")
     assert "&#x27;eight&#x27; is not a whole number" in response.content.decode()
+    assert not LabRun.objects.exists()
+
+
+def test_values_above_the_targets_cap_are_fitted_with_a_note_not_refused(logged_in_client, lab_and_target, user):
+    _, target = lab_and_target
     target.max_output_tokens = 10
     target.save()
-    response = submit(logged_in_client, target)
-    assert "16 is above what Scripted GPU allows (10)" in response.content.decode()
-    assert not LabRun.objects.exists()
+    response = submit(logged_in_client, target)  # max_tokens 8, 16: 16 is over the cap
+    run = LabRun.objects.get(user=user)
+    assert response.status_code == 302
+    assert run.params["max_tokens"] == [8]
+    page = logged_in_client.get(f"/labs/runs/{run.pk}/").content.decode()
+    assert "16 left out; Scripted GPU allows at most 10, so the run uses 8." in page
+
+
+def test_batching_defaults_are_filled_in_within_a_16_slot_targets_limits(logged_in_client, broker, user):
+    load_lab("batching-almost-free")
+    big = make_target("http://127.0.0.1:9", max_concurrency=64)
+    small = upsert_target(
+        name="Local CPU - llama.cpp, batched",
+        kind="llamacpp",
+        base_url="http://127.0.0.1:9",
+        models=["scripted"],
+        limits={"max_concurrency": 16, "max_requests_per_run": 200},
+    )
+    small.capabilities = {"server_slots": 4}
+    small.save()
+    html = logged_in_client.get(f"/labs/batching-almost-free/?target={small.pk}").content.decode()
+    assert 'value="1, 2, 4, 8, 16"' in html
+    assert "Concurrency levels: 32, 64 left out; Local CPU - llama.cpp, batched allows at most 16" in html
+    prompt = re.search(r'data-testid="prediction-prompt">([^<]*)<', html).group(1)
+    assert prompt.startswith("Concurrency goes from 1 to 16 on this engine.")
+    assert "at most <strong>4 requests at once</strong> (4 server slots)" in html
+    # The form starts on the first engine by name (the local one here), and refills for another.
+    assert 'value="1, 2, 4, 8, 16"' in logged_in_client.get("/labs/batching-almost-free/").content.decode()
+    html = logged_in_client.get(f"/labs/batching-almost-free/?target={big.pk}").content.decode()
+    assert 'value="1, 2, 4, 8, 16, 32, 64"' in html and "32, 64 left out" not in html
+    assert f'<a href="/labs/batching-almost-free/?target={small.pk}#run-it">{small.name}</a>' in html
+    # Submitting the form exactly as pre-filled is accepted on the small target.
+    response = logged_in_client.post(
+        "/labs/batching-almost-free/",
+        {
+            "target": str(small.pk),
+            "param_concurrency": "1, 2, 4, 8, 16",
+            "param_prompt_tokens": "128",
+            "param_max_tokens": "128",
+            "prediction": "x4 at 4",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert LabRun.objects.get(user=user).params["concurrency"] == [1, 2, 4, 8, 16]
 
 
 def test_no_learner_facing_field_takes_a_url_and_keys_never_render(logged_in_client, lab_and_target):
