@@ -12,6 +12,7 @@ saturation rate) live here too, so ``labs.checks`` states exactly what the chart
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -683,10 +684,65 @@ class _Bar:
     first: float | None
     end: float
     error: str | None
+    # Prefill time the engine itself reported (llama.cpp prompt_ms, Ollama prompt_eval_duration).
+    server_prefill: float | None = None
+    # Time spent waiting inside the engine before its prefill began (see _server_waits).
+    server_wait: float = 0.0
 
 
-def timeline_svg(*, records: Sequence[Mapping[str, Any]], max_requests: int = 200) -> str:
-    """Each measured request as a bar: client queue wait, prefill (TTFT), decode; errors in red.
+# Below this a wait inside the engine is network, parsing and scheduling noise, not a queue.
+SERVER_WAIT_MIN_S = 0.005
+
+
+def _server_waits(*, bars: list[_Bar], server_slots: int | None) -> tuple[list[_Bar], str | None]:
+    """Each bar with the time it waited inside the engine for a free slot, and how it was found.
+
+    Where the engine reports its own prefill time, the wait is TTFT minus that time: everything
+    before the first token that the engine did not spend on the prompt. Otherwise, on a target
+    whose slot count is known, a request sent while more requests than slots were in flight
+    waited for a slot: its wait is estimated as its TTFT minus the median TTFT of requests sent
+    while a slot was free (the uncontended prefill). Without either, no wait is drawn.
+    """
+    ok = [b for b in bars if not b.error and b.first is not None]
+    if any(b.server_prefill is not None for b in ok):
+        out = []
+        for bar in bars:
+            wait = 0.0
+            if bar in ok and bar.server_prefill is not None:
+                wait = max(0.0, (bar.first or bar.send) - bar.send - bar.server_prefill)
+            out.append(dataclasses.replace(bar, server_wait=wait if wait >= SERVER_WAIT_MIN_S else 0.0))
+        method = "inside the engine: TTFT minus the prefill time the engine reported"
+        return out, method
+    if not server_slots:
+        return bars, None
+
+    def in_flight(bar: _Bar) -> int:
+        return sum(1 for other in bars if other.send <= bar.send < other.end)
+
+    crowded = {id(b) for b in ok if in_flight(b) > server_slots}
+    free = sorted((b.first or b.send) - b.send for b in ok if id(b) not in crowded)
+    if not crowded or not free:
+        return bars, None
+    baseline = free[(len(free) - 1) // 2]
+    out = []
+    for bar in bars:
+        wait = 0.0
+        if id(bar) in crowded:
+            wait = max(0.0, (bar.first or bar.send) - bar.send - baseline)
+        out.append(dataclasses.replace(bar, server_wait=wait if wait >= SERVER_WAIT_MIN_S else 0.0))
+    method = (
+        f"estimated for requests sent while more than {server_slots} (the engine's slots) were in "
+        f"flight: TTFT minus the median TTFT with a slot free ({format_seconds(value=baseline)})"
+    )
+    return out, method
+
+
+def timeline_svg(
+    *, records: Sequence[Mapping[str, Any]], max_requests: int = 200, server_slots: int | None = None
+) -> str:
+    """Each measured request as a bar: client queue wait, wait inside the engine, prefill, decode;
+    errors in red. ``server_slots`` is how many requests the engine runs at once, where known;
+    the wait inside the engine is found as _server_waits says, and the chart says how.
 
     Steps are measured one after another and each may count time from its own start, so a step
     whose clock restarts is placed after the previous step ends. Beyond ``max_requests`` bars an
@@ -696,6 +752,7 @@ def timeline_svg(*, records: Sequence[Mapping[str, Any]], max_requests: int = 20
     bars = _timeline_bars(records=records)
     if not bars:
         return _empty_svg(title="No requests were sent", alt="Request timeline: no measured request was sent.")
+    bars, wait_method = _server_waits(bars=bars, server_slots=server_slots)
     total = len(bars)
     errors = sum(1 for b in bars if b.error)
     shown = _sample(bars=bars, limit=max(max_requests, 1))
@@ -705,8 +762,11 @@ def timeline_svg(*, records: Sequence[Mapping[str, Any]], max_requests: int = 20
     queue = [
         (y, b.queued_from, b.send - b.queued_from) for y, b in zip(ys, shown, strict=True) if b.send > b.queued_from
     ]
+    waiting = [(y, b.send, b.server_wait) for y, b in zip(ys, shown, strict=True) if b.server_wait > 0]
     prefill = [
-        (y, b.send, b.first - b.send) for y, b in zip(ys, shown, strict=True) if not b.error and b.first is not None
+        (y, b.send + b.server_wait, b.first - b.send - b.server_wait)
+        for y, b in zip(ys, shown, strict=True)
+        if not b.error and b.first is not None
     ]
     decode = [
         (y, b.first, b.end - b.first) for y, b in zip(ys, shown, strict=True) if not b.error and b.first is not None
@@ -714,6 +774,7 @@ def timeline_svg(*, records: Sequence[Mapping[str, Any]], max_requests: int = 20
     failed = [(y, b.send, max(b.end - b.send, 0.0)) for y, b in zip(ys, shown, strict=True) if b.error]
     height = 0.8 if rows < 60 else 1.0
     _hbars(ax=ax, bars=queue, color=GREY, height=height, alpha=0.45)
+    _hbars(ax=ax, bars=waiting, color=PURPLE, height=height, alpha=0.75)
     _hbars(ax=ax, bars=prefill, color=BLUE, height=height)
     _hbars(ax=ax, bars=decode, color=ORANGE, height=height)
     _hbars(ax=ax, bars=failed, color=RED, height=height)
@@ -732,13 +793,25 @@ def timeline_svg(*, records: Sequence[Mapping[str, Any]], max_requests: int = 20
     if errors:
         title += f", {errors:,} failed"
     ax.set_title(title)
-    handles = [
-        Patch(color=GREY, alpha=0.45, label="waiting for a client slot"),
-        Patch(color=BLUE, label="prefill (TTFT)"),
+    handles = [Patch(color=GREY, alpha=0.45, label="waiting for a client slot")]
+    if waiting:
+        handles.append(Patch(color=PURPLE, alpha=0.75, label="waiting inside the engine"))
+    handles += [
+        Patch(color=BLUE, label="prefill (rest of TTFT)" if waiting else "prefill (TTFT)"),
         Patch(color=ORANGE, label="decode"),
     ]
     if errors:
         handles.append(Patch(color=RED, label="failed"))
+    waited = sum(1 for b in bars if b.server_wait > 0)
+    if waited and wait_method:
+        longest = max(b.server_wait for b in bars)
+        note(
+            figure=figure,
+            text=(
+                f"{waited:,} request{'s' if waited != 1 else ''} waited inside the engine for a free slot "
+                f"(longest {format_seconds(value=longest)}); wait {wait_method}."
+            ),
+        )
     key = figure.legend(
         handles=handles,
         loc="outside lower center",
@@ -752,6 +825,7 @@ def timeline_svg(*, records: Sequence[Mapping[str, Any]], max_requests: int = 20
         f"Timeline of {'a sample of ' if rows < total else ''}{rows:,} of {total:,} requests "
         f"by send time over {format_seconds(value=end - begin)}: each bar shows waiting, "
         f"prefill and decode; {errors:,} failed."
+        + (f" {waited:,} waited inside the engine for a free slot ({wait_method})." if waited and wait_method else "")
     )
     return _svg(figure=figure, alt=alt)
 
@@ -804,6 +878,7 @@ def _timeline_bars(*, records: Sequence[Mapping[str, Any]]) -> list[_Bar]:
                     first=send + float(ttft) if ttft is not None else None,
                     end=end + shift,
                     error=(error or {}).get("kind", "error") if error else None,
+                    server_prefill=_float((record.get("server") or {}).get("prefill_s")),
                 )
             )
         clock = max(ends) + shift

@@ -84,7 +84,7 @@ def cost_per_million_output_tokens(*, run: LabRun) -> float | None:
 
 
 # Bumped whenever the charts change look, so cached charts of finished runs are drawn anew.
-CHARTS_KEY_PREFIX = "run-charts:v2"
+CHARTS_KEY_PREFIX = "run-charts:v3"
 
 
 def charts_for(*, run: LabRun) -> dict[str, str]:
@@ -100,7 +100,7 @@ def charts_for(*, run: LabRun) -> dict[str, str]:
     result = {
         "main": charts.main_chart_svg(lab_slug=run.lab.slug, summary=summary, bound=decode_bound(run=run)),
         "cdf": charts.ttft_cdf_svg(records=records),
-        "timeline": charts.timeline_svg(records=records),
+        "timeline": charts.timeline_svg(records=records, server_slots=run.target.server_slots),
     }
     if run.finished_at:
         cache.set(key, result, timeout=60 * 60 * 24 * 30)

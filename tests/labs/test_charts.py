@@ -339,3 +339,47 @@ def test_a_thousand_request_run_renders_its_three_charts(capsys):
     with capsys.disabled():
         # CPU time too: on a shared machine the wall clock also counts other processes' turns.
         print(f"\n1,000-request run: main + CDF + timeline in {elapsed * 1000:.0f} ms wall, {cpu * 1000:.0f} ms CPU")
+
+
+def slot_limited_step(*, concurrency: int, slots: int, prefill: float = 0.1, tpot: float = 0.01, tokens: int = 20):
+    """`concurrency` requests sent at once to an engine with `slots` slots: the ones beyond the
+    slots wait inside it for the earlier ones to finish, and that wait lands in their TTFT."""
+    service = prefill + (tokens - 1) * tpot
+    return [
+        request(
+            index=i,
+            send=0.0,
+            ttft=prefill + (i // slots) * service,
+            tpot=tpot,
+            tokens=tokens,
+            params={"concurrency": concurrency},
+        )
+        for i in range(concurrency)
+    ]
+
+
+def test_timeline_shows_the_wait_for_a_server_slot_as_its_own_colour_and_says_how_it_was_found():
+    records = [
+        r.to_dict() for r in slot_limited_step(concurrency=1, slots=4) + slot_limited_step(concurrency=8, slots=4)
+    ]
+    bars, method = charts._server_waits(bars=charts._timeline_bars(records=records), server_slots=4)
+    waits = sorted(round(b.server_wait, 3) for b in bars)
+    # 4 of the 8 at concurrency 8 waited one full service time (0.1 + 19 × 0.01 = 0.29 s).
+    assert waits == [0.0] * 5 + [0.29] * 4
+    assert "median TTFT with a slot free (100 ms)" in method
+    text = texts_of(parse(charts.timeline_svg(records=records, server_slots=4)))
+    assert "waiting inside the engine" in text
+    assert "prefill (rest of TTFT)" in text
+    assert "4 requests waited inside the engine for a free slot (longest 290 ms)" in text
+    # Without a known slot count nothing is guessed: the old three colours, TTFT as prefill.
+    plain = texts_of(parse(charts.timeline_svg(records=records)))
+    assert "waiting inside the engine" not in plain and "prefill (TTFT)" in plain
+
+
+def test_timeline_uses_the_engines_own_prefill_time_where_it_reports_one():
+    records = [r.to_dict() for r in slot_limited_step(concurrency=2, slots=1)]
+    for record in records:
+        record["server"] = {"source": "llamacpp_timings", "prefill_s": 0.1, "decode_s": 0.19, "output_tokens": 20}
+    bars, method = charts._server_waits(bars=charts._timeline_bars(records=records), server_slots=None)
+    assert sorted(round(b.server_wait, 3) for b in bars) == [0.0, 0.29]
+    assert method == "inside the engine: TTFT minus the prefill time the engine reported"
