@@ -6,6 +6,7 @@ from pathlib import Path
 from django.db import transaction
 
 from core.content import SLUG_RE, ContentError, SyncReport, content_hash, line_of, read_toml, require, save_changed
+from labs.analysis import measure_problem
 from labs.models import Lab
 from labs.plans import plan_problems
 
@@ -73,6 +74,29 @@ def _validate_plan(*, data: dict, params: list, path: Path, text: str) -> None:
             )
 
 
+def _validate_predicts(*, data: dict, path: Path, text: str) -> None:
+    predicts = data.get("predict", [])
+    line = line_of(text=text, pattern=r"^\[\[predict\]\]")
+    if not isinstance(predicts, list):
+        raise ContentError(path=path, line=line, message="'predict' must be a list of [[predict]] tables")
+    names: set[str] = set()
+    for entry in predicts:
+        if not isinstance(entry, dict):
+            raise ContentError(path=path, line=line, message="each [[predict]] entry must be a table")
+        name = require(entry, "name", str, path=path, text=text, context="[[predict]]")
+        where = f"[[predict]] '{name}'"
+        if name in names:
+            raise ContentError(path=path, line=line, message=f"{where} is defined twice")
+        names.add(name)
+        require(entry, "label", str, path=path, text=text, context=where)
+        measure = require(entry, "measure", str, path=path, text=text, context=where)
+        problem = measure_problem(measure)
+        if problem:
+            raise ContentError(
+                path=path, line=line_of(text=text, pattern=rf'^measure\s*=\s*"{re.escape(measure)}"'), message=problem
+            )
+
+
 def parse_lab_file(path: Path) -> dict:
     data, text = read_toml(path)
     slug = require(data, "slug", str, path=path, text=text)
@@ -87,6 +111,7 @@ def parse_lab_file(path: Path) -> dict:
     params = require(data, "params", list, path=path, text=text)
     _validate_params(params=params, path=path, text=text)
     _validate_plan(data=data, params=params, path=path, text=text)
+    _validate_predicts(data=data, path=path, text=text)
     questions = data.get("questions", [])
     if not isinstance(questions, list) or not all(isinstance(q, str) for q in questions):
         raise ContentError(

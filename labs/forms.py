@@ -149,7 +149,13 @@ class RunForm(forms.Form):
     )
 
     def __init__(
-        self, *args, lab: Lab, initial_params: dict | None = None, target: InferenceTarget | None = None, **kwargs
+        self,
+        *args,
+        lab: Lab,
+        initial_params: dict | None = None,
+        initial_predicted: dict | None = None,
+        target: InferenceTarget | None = None,
+        **kwargs,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.lab = lab
@@ -173,6 +179,16 @@ class RunForm(forms.Form):
             )
             self.fields["target"].initial = self.selected_target.pk
         self.initial_values = initial_values
+        # Numbers to put next to the measurement in a table: optional, the text above is not.
+        self.predict_specs = lab.spec.get("predict", [])
+        for entry in self.predict_specs:
+            self.fields[f"predict_{entry['name']}"] = FiniteFloatField(
+                label=entry["label"],
+                required=False,
+                min_value=0,
+                help_text=f"Optional; in {entry['unit']}." if entry.get("unit") else "Optional.",
+                initial=(initial_predicted or {}).get(entry["name"]),
+            )
         self.other_targets = [t for t in targets if self.selected_target is None or t.pk != self.selected_target.pk]
         # With JS, choosing another engine refills the form for it (keeping the prediction);
         # without, the links beside the field do the same and the submit fits what it gets.
@@ -213,6 +229,17 @@ class RunForm(forms.Form):
     @property
     def params(self) -> dict:
         return {param["name"]: self.cleaned_data[f"param_{param['name']}"] for param in self.param_specs}
+
+    def predict_fields(self):
+        return [self[f"predict_{entry['name']}"] for entry in self.predict_specs]
+
+    @property
+    def predicted(self) -> dict[str, float]:
+        return {
+            entry["name"]: value
+            for entry in self.predict_specs
+            if (value := self.cleaned_data.get(f"predict_{entry['name']}")) is not None
+        }
 
     @property
     def prediction_prompt(self) -> str:

@@ -74,6 +74,31 @@ def request_counts(*, run: LabRun) -> dict[str, int] | None:
     }
 
 
+def prediction_rows(*, run: LabRun) -> list:
+    from labs.analysis import prediction_rows as rows
+
+    return rows(
+        predicts=run.lab.spec.get("predict", []),
+        predicted=(run.result_meta or {}).get("predicted") or {},
+        summary=run.summary or {},
+    )
+
+
+def efficiencies(*, run: LabRun) -> list:
+    from labs.analysis import efficiencies as rows
+    from labs.checks import weight_bits
+
+    target = run.target
+    return rows(
+        summary=run.summary or {},
+        model_bytes={name: float(size) for name, size in (target.model_bytes or {}).items()},
+        default_model=run.model_name,
+        bandwidth_bytes_s=target.memory_bandwidth_bytes_s,
+        peak_flops=target.peak_flops,
+        bits_of=weight_bits,
+    )
+
+
 def cost_per_million_output_tokens(*, run: LabRun) -> float | None:
     price = run.target.price_per_gpu_hour
     overall = (run.summary or {}).get("overall") or {}

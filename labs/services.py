@@ -52,6 +52,7 @@ def submit_run(
     params: dict,
     prediction: str,
     adjustments: list[str] | None = None,
+    predicted: dict[str, float] | None = None,
 ) -> LabRun:
     """Queue a run. ``adjustments`` say how the form fitted the parameters to the target's caps;
     the run page shows them next to the parameters."""
@@ -74,7 +75,11 @@ def submit_run(
             model_name=steps[0].model,
             params=params,
             prediction=prediction.strip(),
-            result_meta={"adjusted": list(adjustments)} if adjustments else {},
+            result_meta={
+                key: value
+                for key, value in (("adjusted", list(adjustments or [])), ("predicted", dict(predicted or {})))
+                if value
+            },
             progress={
                 "done": 0,
                 "total": planned_requests(steps),

@@ -29,12 +29,13 @@ def lab_detail(request: HttpRequest, lab_slug: str) -> HttpResponse:
     lab = get_object_or_404(Lab.objects.live(), slug=lab_slug)
     form = None
     if request.user.is_authenticated:
-        initial_params, initial, target = None, {}, None
+        initial_params, initial_predicted, initial, target = None, None, {}, None
         rerun_id = _run_id(request.GET.get("rerun", ""))
         if rerun_id is not None:
             previous = selectors.own_run(user=request.user, run_id=rerun_id)
             if previous and previous.lab_id == lab.pk:
                 initial_params = previous.params
+                initial_predicted = (previous.result_meta or {}).get("predicted")
                 initial = {"prediction": previous.prediction}
                 target = previous.target
         target_id = _run_id(request.GET.get("target", ""))
@@ -42,7 +43,14 @@ def lab_detail(request: HttpRequest, lab_slug: str) -> HttpResponse:
             target = selectors.enabled_target(target_id=target_id) or target
             if request.GET.get("prediction"):
                 initial["prediction"] = request.GET["prediction"][:2000]
-        form = RunForm(request.POST or None, lab=lab, initial_params=initial_params, initial=initial, target=target)
+        form = RunForm(
+            request.POST or None,
+            lab=lab,
+            initial_params=initial_params,
+            initial_predicted=initial_predicted,
+            initial=initial,
+            target=target,
+        )
         if request.method == "POST" and form.is_valid():
             try:
                 run = services.submit_run(
@@ -52,6 +60,7 @@ def lab_detail(request: HttpRequest, lab_slug: str) -> HttpResponse:
                     params=form.params,
                     prediction=form.cleaned_data["prediction"],
                     adjustments=form.adjustments,
+                    predicted=form.predicted,
                 )
             except ValidationError as error:
                 form.add_error(None, error)
@@ -89,6 +98,8 @@ def _run_context(request: HttpRequest, run: LabRun) -> dict:
             charts=selectors.charts_for(run=run),
             findings=selectors.findings_for(run=run),
             bound=selectors.decode_bound(run=run),
+            prediction_rows=selectors.prediction_rows(run=run),
+            efficiencies=selectors.efficiencies(run=run),
             cost_per_million=selectors.cost_per_million_output_tokens(run=run),
             other_runs=selectors.runs_of(user=run.user, lab=run.lab)
             .exclude(pk=run.pk)

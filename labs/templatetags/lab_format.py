@@ -29,3 +29,13 @@ def rate(value) -> str:
     if value is None:
         return "–"
     return f"{float(value):,.1f}"
+
+
+@register.filter
+def sig(value) -> str:
+    """A number to three significant figures, as the findings write them (1,234; 12.3; 0.0456)."""
+    from courses.inference.units import significant
+
+    if value is None or value == "":
+        return "–"
+    return significant(value=float(value), digits=3, strip=True)

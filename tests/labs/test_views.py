@@ -228,3 +228,36 @@ def test_units_counts_and_caveats_agree_on_the_run_page(logged_in_client, script
     tpot_cells = re.findall(r'<td class="num">([^<]*)</td><td class="num">([^<]*)</td><td class="num">\d+</td>', live)
     assert tpot_cells and all(1.0 <= float(tpot) <= 30.0 for _, tpot in tpot_cells), tpot_cells
     assert "of 4 measured requests (plus 1 warm-up, not counted)" in live
+
+
+def test_results_put_the_predicted_numbers_next_to_the_measured_ones_and_show_efficiency(
+    logged_in_client, lab_and_target, user
+):
+    _, target = lab_and_target
+    # 20 MB of weights at 10 GB/s: the decode bound is 2 ms per token; the engine gives 2 ms gaps.
+    target.memory_bandwidth_bytes_s = 10e9
+    target.model_bytes = {"scripted": 20e6}
+    target.save()
+    form = logged_in_client.get("/labs/ttft-vs-output-length/").content.decode()
+    assert 'name="predict_total_ratio"' in form and 'name="predict_ttft_ratio"' in form
+    submit(logged_in_client, target, predict_total_ratio="1.5", predict_ttft_ratio="")
+    run = LabRun.objects.get(user=user)
+    assert run.result_meta["predicted"] == {"total_ratio": 1.5}
+    assert execute_run(run_id=run.pk) == "succeeded"
+    page = logged_in_client.get(f"/labs/runs/{run.pk}/").content.decode()
+    table = re.search(r'data-testid="prediction-table">(.*?)</table>', page, re.DOTALL).group(1)
+    rows = re.findall(
+        r'<th scope="row">([^<]*)<.*?</th>'
+        r'\s*<td class="num">(.*?)</td>\s*<td class="num">(.*?)</td>\s*<td class="num">(.*?)</td>',
+        table,
+        re.DOTALL,
+    )
+    by_label = {label.strip(): (predicted, measured, ratio) for label, predicted, measured, ratio in rows}
+    predicted, measured, ratio = by_label["P50 total time at the longest output ÷ at the shortest"]
+    assert predicted == "1.5" and float(measured) > 1 and ratio.startswith("×")
+    assert float(ratio[1:]) == pytest.approx(float(measured) / 1.5, rel=0.02)
+    assert "not given" in by_label["P50 TTFT at the longest output ÷ at the shortest"][0]
+    efficiency = re.search(r'data-testid="efficiency-table">(.*?)</table>', page, re.DOTALL).group(1)
+    assert "max_tokens=8" in efficiency and "max_tokens=16" in efficiency
+    percents = [int(p) for p in re.findall(r'<td class="num">(\d+)%</td>', efficiency)]
+    assert len(percents) == 2 and all(10 <= p <= 150 for p in percents), percents
