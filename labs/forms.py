@@ -189,19 +189,9 @@ class RunForm(forms.Form):
                 help_text=f"Optional; in {entry['unit']}." if entry.get("unit") else "Optional.",
                 initial=(initial_predicted or {}).get(entry["name"]),
             )
+        # Without JS the form cannot refill itself when another engine is picked: links beside
+        # the field refill it for each engine, and a submit fits what it gets (fit_to_target).
         self.other_targets = [t for t in targets if self.selected_target is None or t.pk != self.selected_target.pk]
-        # With JS, choosing another engine refills the form for it (keeping the prediction);
-        # without, the links beside the field do the same and the submit fits what it gets.
-        self.fields["target"].widget.attrs.update(
-            {
-                "hx-get": lab.get_absolute_url(),
-                "hx-trigger": "change",
-                "hx-select": "#run-it",
-                "hx-target": "#run-it",
-                "hx-swap": "outerHTML",
-                "hx-include": "[name=prediction]",
-            }
-        )
         for param in self.param_specs:
             self.fields[f"param_{param['name']}"] = _field_for(param, initial_values[param["name"]])
 

@@ -41,8 +41,6 @@ def lab_detail(request: HttpRequest, lab_slug: str) -> HttpResponse:
         target_id = _run_id(request.GET.get("target", ""))
         if target_id is not None:
             target = selectors.enabled_target(target_id=target_id) or target
-            if request.GET.get("prediction"):
-                initial["prediction"] = request.GET["prediction"][:2000]
         form = RunForm(
             request.POST or None,
             lab=lab,
