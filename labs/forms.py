@@ -7,7 +7,7 @@ import re
 from django import forms
 
 from labs.models import InferenceTarget, Lab
-from labs.plans import CAPPED_PARAMS
+from labs.plans import CAPPED_PARAMS, needs_forced_output
 
 MAX_LIST_VALUES = 10
 
@@ -161,7 +161,13 @@ class RunForm(forms.Form):
         self.lab = lab
         targets = InferenceTarget.objects.filter(enabled=True).order_by("name")
         self.fields["target"].queryset = targets
-        self.fields["target"].label_from_instance = lambda target: target.name
+        self.needs_forced_output = needs_forced_output(plan=lab.spec.get("plan", {}))
+        # Marked before the learner submits: on such an engine this lab's comparison is uncontrolled.
+        self.fields["target"].label_from_instance = lambda target: (
+            f"{target.name} (uncontrolled: cannot force output length)"
+            if self.needs_forced_output and not target.can_force_output_length
+            else target.name
+        )
         self.param_specs = lab.spec.get("params", [])
         initial_values: dict = {}
         for param in self.param_specs:

@@ -35,6 +35,7 @@ PLAN_KEYS = {
     "fixed": dict,
     "arrival": str,
     "prompt_cache": bool,
+    "needs_forced_output": bool,
 }
 PARAM_NAMES = {
     "prompt_tokens",
@@ -83,6 +84,12 @@ def plan_problems(*, plan: dict, param_names: set[str]) -> list[tuple[str, str]]
             ("params", f"parameter '{name}' means nothing to a run; known: {', '.join(sorted(PARAM_NAMES))}")
         )
     return problems
+
+
+def needs_forced_output(*, plan: dict) -> bool:
+    """Whether the lab's conclusion rests on every request decoding exactly max_tokens (a target
+    that cannot force that, such as Ollama without ignore_eos, runs it uncontrolled)."""
+    return bool(plan.get("needs_forced_output", False))
 
 
 @dataclass(frozen=True)

@@ -261,3 +261,21 @@ def test_results_put_the_predicted_numbers_next_to_the_measured_ones_and_show_ef
     assert "max_tokens=8" in efficiency and "max_tokens=16" in efficiency
     percents = [int(p) for p in re.findall(r'<td class="num">(\d+)%</td>', efficiency)]
     assert len(percents) == 2 and all(10 <= p <= 150 for p in percents), percents
+
+
+def test_a_lab_that_needs_forced_lengths_is_marked_uncontrolled_on_ollama_before_submitting(logged_in_client, broker):
+    load_lab("ttft-vs-output-length")
+    load_lab("prompt-length-ttft")
+    ollama = upsert_target(name="GPU Ollama", kind="ollama", base_url="http://127.0.0.1:9", models=["llama3.2:1b"])
+    vllm = make_target("http://127.0.0.1:9")
+    html = logged_in_client.get(f"/labs/ttft-vs-output-length/?target={ollama.pk}").content.decode()
+    assert (
+        f'<option value="{ollama.pk}" selected>GPU Ollama (uncontrolled: cannot force output length)</option>' in html
+    )
+    assert f'<option value="{vllm.pk}">Scripted GPU</option>' in html
+    assert 'data-testid="uncontrolled-note"' in html and "Ollama's API has no ignore_eos" in html
+    on_vllm = logged_in_client.get(f"/labs/ttft-vs-output-length/?target={vllm.pk}").content.decode()
+    assert 'data-testid="uncontrolled-note"' not in on_vllm
+    # A lab whose conclusion does not rest on forced lengths is not marked.
+    other = logged_in_client.get(f"/labs/prompt-length-ttft/?target={ollama.pk}").content.decode()
+    assert "uncontrolled" not in other
