@@ -498,6 +498,21 @@ def test_knee_on_noisy_non_monotonic_data_is_where_throughput_reaches_90_percent
         assert "about 1 concurrent" not in finding.title
 
 
+def test_the_local_batched_engines_recorded_run_rises_to_its_slot_count_and_names_that_knee():
+    # Aggregate tokens/s per level as the browser test measured them on the local batched
+    # llama.cpp engine (4 slots, 60M F16, 1 thread): the peak at 4, lower at 8 and 16. Judged at
+    # the last level (×1.3) the run "did not rise"; judged at its peak it rose ×1.75.
+    summary = aggregate_run({1: 220.0, 2: 225.7, 4: 385.7, 8: 329.2, 16: 286.7})
+    findings = by_id(evaluate(lab_slug="batching-almost-free", summary=summary))
+    rises = findings["aggregate-rises"]
+    assert rises.ok
+    assert rises.detail.startswith(
+        "Aggregate output went 220 tokens/s -> 386 tokens/s (×1.8) from concurrency 1 to 4 (the peak)"
+    )
+    assert "above it, at concurrency 16, it fell back to 287 tokens/s" in rises.detail
+    assert findings["knee"].title == "The knee is at about 4 concurrent requests"
+
+
 def test_a_high_step_before_the_peak_is_the_knee_only_when_within_90_percent():
     summary = aggregate_run({1: 300.0, 2: 560.0, 4: 600.0, 8: 610.0})
     assert by_id(evaluate(lab_slug="batching-almost-free", summary=summary))["knee"].title == (
