@@ -815,13 +815,14 @@ def timeline_svg(
         note(
             figure=figure,
             text=(
-                f"{waited:,} request{'s' if waited != 1 else ''} waited inside the engine for a free slot "
-                f"(longest {format_seconds(value=longest)}); wait {wait_method}."
+                f"{waited:,} request{'s' if waited != 1 else ''} waited inside the engine before "
+                f"its prefill began (longest {format_seconds(value=longest)}); wait {wait_method}."
             ),
         )
+    # Above the plot when a footnote explains the wait: both below would overlap.
     key = figure.legend(
         handles=handles,
-        loc="outside lower center",
+        loc="outside upper center" if waited and wait_method else "outside lower center",
         ncols=len(handles),
         frameon=False,
         fontsize=FONT_SIZE - 1,
@@ -832,7 +833,11 @@ def timeline_svg(
         f"Timeline of {'a sample of ' if rows < total else ''}{rows:,} of {total:,} requests "
         f"by send time over {format_seconds(value=end - begin)}: each bar shows waiting, "
         f"prefill and decode; {errors:,} failed."
-        + (f" {waited:,} waited inside the engine for a free slot ({wait_method})." if waited and wait_method else "")
+        + (
+            f" {waited:,} waited inside the engine before their prefill ({wait_method})."
+            if waited and wait_method
+            else ""
+        )
     )
     return _svg(figure=figure, alt=alt)
 

@@ -370,7 +370,7 @@ def test_timeline_shows_the_wait_for_a_server_slot_as_its_own_colour_and_says_ho
     text = texts_of(parse(charts.timeline_svg(records=records, server_slots=4)))
     assert "waiting inside the engine" in text
     assert "prefill (rest of TTFT)" in text
-    assert "4 requests waited inside the engine for a free slot (longest 290 ms)" in text
+    assert "4 requests waited inside the engine before its prefill began (longest 290 ms)" in text
     # Without a known slot count nothing is guessed: the old three colours, TTFT as prefill.
     plain = texts_of(parse(charts.timeline_svg(records=records)))
     assert "waiting inside the engine" not in plain and "prefill (TTFT)" in plain
