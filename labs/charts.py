@@ -298,10 +298,8 @@ def _prompt_length_chart(
         line_x = [0.0, max(xs)]
         if slope > 0:
             headline = f"Prefill ≈ {significant(value=1 / slope)} tokens/s; TPOT on the right"
-            fit_text = (
-                f"fit: {significant(value=1 / slope)} prefill tokens/s, "
-                f"{format_seconds(value=max(intercept, 0.0))} fixed, r² = {r2:.2f}"
-            )
+            fixed = f"{format_seconds(value=intercept)} fixed" if intercept > 0 else "no fixed cost visible"
+            fit_text = f"fit: {significant(value=1 / slope)} prefill tokens/s, {fixed}, r² = {r2:.2f}"
         else:
             fit_text = f"fit: TTFT did not rise with prompt length (r² = {r2:.2f})"
         ax.plot(
@@ -434,7 +432,7 @@ def _rate_chart(*, steps: list[StepView], param: str | None, bound: Mapping[str,
     right.set_ylabel("P95 TTFT", color=PURPLE)
     if saturation is not None:
         ax.axvline(saturation, color=RED, linestyle="--", linewidth=1.2, label="saturation")
-        ax.set_title(f"Saturates at about {significant(value=saturation)} requests per minute")
+        ax.set_title(f"Saturates at about {_int(saturation)} requests per minute")
     else:
         ax.set_title("No saturation within the offered rates")
     _legend_both(ax=ax, other=right)
@@ -447,7 +445,7 @@ def _rate_chart(*, steps: list[StepView], param: str | None, bound: Mapping[str,
         f"Open-loop run at {', '.join(_int(x) for x in xs)} requests per minute: "
         f"{series}; P95 TTFT {_seconds_list(p95)}; "
         + (
-            f"saturation at about {significant(value=saturation)} per minute."
+            f"saturation at about {_int(saturation)} per minute."
             if saturation is not None
             else "no saturation within the sweep."
         )

@@ -330,8 +330,7 @@ def _prompt_length_ttft(
                 title="TTFT rose with prompt length",
                 detail=(
                     f"P50 TTFT per prompt length ({series}). The fitted line gives prefill at "
-                    f"{significant(value=1 / slope)} tokens/s plus {_s(max(intercept, 0.0))} "
-                    f"fixed per request, r² = {r2:.2f}: {quality}."
+                    f"{significant(value=1 / slope)} tokens/s {_fixed_cost(intercept)}, r² = {r2:.2f}: {quality}."
                 ),
             )
         )
@@ -510,7 +509,7 @@ def _batching_almost_free(
     agg_cmp = float(compared.summary["output_tokens_per_s"])
     tpot_cmp, ttft_cmp = _p(compared, "tpot_s"), _p(compared, "ttft_s")
     agg_ratio = agg_cmp / agg_low
-    where_peak = " (the peak)" if compared is peak and peak is not high else ""
+    where_peak = ", its peak," if compared is peak and peak is not high else ""
     span = f"from concurrency {_n(c_low)} to {_n(c_cmp)}{where_peak} (×{_r(c_cmp / c_low)} the concurrency)"
     after_peak = (
         f"; above it, at concurrency {_n(c_high)}, it fell back to {_t(agg_high)}: the extra requests "
@@ -874,7 +873,9 @@ def _quantization(
                 detail=(
                     f"Decode per model: {listing}. Each decode step reads every weight, so "
                     "fewer bytes per weight means a shorter step. TTFT gains less: prefill is "
-                    "compute-bound and low-bit weights are unpacked before the arithmetic."
+                    "compute-bound, and the arithmetic does not shrink with the weights: llama.cpp on a "
+                    "CPU quantizes the activations to 8 bits and multiplies with integer dot products, "
+                    "GPU weight-only kernels (Marlin, AWQ) unpack the weights to 16 bits first."
                 ),
             )
         ]
@@ -886,9 +887,10 @@ def _quantization(
             title="Fewer bits did not decode faster",
             detail=(
                 f"{pairs} (all models: {listing}). Fewer bits means fewer bytes to read per "
-                "step, but the weights must be unpacked before use: on a tiny model the bytes "
-                "saved are few and fixed per-step costs plus dequantisation arithmetic "
-                "dominate, and on a CPU some low-bit kernels are compute-bound."
+                "step, but the kernels do extra work per weight (unpacking blocks and their "
+                "scales; on a CPU, llama.cpp also quantizes the activations to 8 bits for integer "
+                "dot products): on a tiny model the bytes saved are few and fixed per-step costs "
+                "plus that arithmetic dominate, and on a CPU some low-bit kernels are compute-bound."
             ),
         )
     ]
@@ -1029,6 +1031,17 @@ def _p(step: StepView, metric: str, key: str = "p50") -> float:
     if value is None:
         raise ValueError(f"step {step.key} has no {metric} {key}")
     return value
+
+
+def _fixed_cost(intercept: float) -> str:
+    """The fitted line's intercept as words: a negative one is not a negative cost, it means the
+    longest prompts sit above the line (attention grows faster than linearly)."""
+    if intercept > 0:
+        return f"plus {_s(intercept)} fixed per request"
+    return (
+        f"with no fixed cost visible (the line crosses zero tokens at {_s(intercept)}: the longest "
+        "prompts sit above it, as attention work grows faster than the prompt)"
+    )
 
 
 def _chunk_counted(*, summary: Mapping[str, Any]) -> int:

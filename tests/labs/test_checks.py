@@ -507,7 +507,7 @@ def test_the_local_batched_engines_recorded_run_rises_to_its_slot_count_and_name
     rises = findings["aggregate-rises"]
     assert rises.ok
     assert rises.detail.startswith(
-        "Aggregate output went 220 tokens/s -> 386 tokens/s (×1.8) from concurrency 1 to 4 (the peak)"
+        "Aggregate output went 220 tokens/s -> 386 tokens/s (×1.8) from concurrency 1 to 4, its peak, (×4 the concurrency)"
     )
     assert "above it, at concurrency 16, it fell back to 287 tokens/s" in rises.detail
     assert findings["knee"].title == "The knee is at about 4 concurrent requests"
@@ -614,7 +614,7 @@ def test_fewer_bits_slower_explains_dequantisation():
     finding = by_id(evaluate(lab_slug="quantization", summary=summary))["fewer-bits-faster"]
     assert not finding.ok
     assert "tiny-q4_0 (4 bits) 60.0 tokens/s vs tiny-f16 (16 bits) 90.0 tokens/s" in finding.detail
-    assert "dequantisation" in finding.detail
+    assert "quantizes the activations to 8 bits" in finding.detail
 
 
 @pytest.mark.parametrize(
