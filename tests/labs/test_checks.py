@@ -507,7 +507,8 @@ def test_the_local_batched_engines_recorded_run_rises_to_its_slot_count_and_name
     rises = findings["aggregate-rises"]
     assert rises.ok
     assert rises.detail.startswith(
-        "Aggregate output went 220 tokens/s -> 386 tokens/s (×1.8) from concurrency 1 to 4, its peak, (×4 the concurrency)"
+        "Aggregate output went 220 tokens/s -> 386 tokens/s (×1.8) from concurrency 1 to 4, its peak, "
+        "(×4 the concurrency)"
     )
     assert "above it, at concurrency 16, it fell back to 287 tokens/s" in rises.detail
     assert findings["knee"].title == "The knee is at about 4 concurrent requests"
