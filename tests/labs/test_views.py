@@ -214,7 +214,7 @@ def test_units_counts_and_caveats_agree_on_the_run_page(logged_in_client, script
     assert "4 measured requests · plus 1 warm-up request, not counted" in page
     assert " of 5 " not in page
     split = re.search(r'data-testid="server-split">([^<]*)<', page).group(1)
-    assert re.search(r"prefill \d+(\.\d+)? ms, decode \d+\.\d\d ms per output token", split), split
+    assert re.search(r"prefill [\d,]+(\.\d+)? ms, decode [\d,]+(\.\d+)? ms per output token", split), split
     # Too few samples for a P99 is a caveat shown neutrally, not a failed check.
     caveat = re.search(r'<div class="criterion ([a-z]+)" data-testid="finding-small-sample"><p><strong>(.)', page)
     assert caveat.groups() == ("note", "ℹ")
