@@ -6,8 +6,9 @@ each summary in the measurement library's format) and request records as
 ``RequestRecord.to_dict()``. Figures are drawn on ``matplotlib.figure.Figure`` objects with the
 lesson figures' style (transparent, mid-grey text), so they read in light and dark mode alike.
 
-The small analyses the charts draw (the knee of a concurrency sweep, the prefill line, the
-saturation rate) live here too, so ``labs.checks`` states exactly what the charts show.
+The analyses the charts draw (the knee of a concurrency sweep, the prefill line, the saturation
+rate) live in ``labs.analysis``, which ``labs.checks`` reads too, so a finding states exactly
+what its chart shows.
 """
 
 from __future__ import annotations
@@ -48,168 +49,28 @@ from courses.inference.units import (
     seconds_or_missing,
     significant,
 )
-
-# find_knee: the knee is the lowest concurrency whose aggregate output tokens/s reaches 90 % of
-# the peak the sweep measured. Judged against the measured peak rather than step by step, one
-# noisy step cannot move it far: a dip before the peak does not end the curve early, and a step
-# that happens to come in high only becomes the knee if it really is within 10 % of the best.
-KNEE_PEAK_FRACTION = 0.90
-
-# The open-loop lab calls a rate saturated once fewer than 90 % of requests meet the SLO.
-SATURATION_GOODPUT = 0.90
+from labs.analysis import (
+    KNEE_PEAK_FRACTION,
+    SATURATION_GOODPUT,
+    StepView,
+    as_number,
+    concurrency_knee,
+    decode_tokens_per_s,
+    goodput_fraction,
+    is_shared,
+    linear_fit,
+    prefix_ratio,
+    record_step_key,
+    saturation_rate,
+    stat,
+    sweep_steps,
+)
 
 # A y-axis spanning more than this ratio is drawn on a log scale so the small series stays
 # readable (TTFT in tens of ms next to end-to-end times in tens of seconds).
 LOG_SPAN = 20.0
 
 _PREFIX_PLACEHOLDER = "labchartprefix"
-
-
-@dataclass(frozen=True, slots=True)
-class StepView:
-    """One step of a run: its key, the swept value (None without a sweep) and its summary."""
-
-    key: str
-    value: Any
-    summary: Mapping[str, Any]
-
-
-def sweep_steps(*, summary: Mapping[str, Any]) -> tuple[str | None, list[StepView]]:
-    """The swept parameter and the steps in sweep order (numeric sweeps sorted by value).
-
-    A run without steps (or stored before steps existed) is one step over the overall summary.
-    """
-    param = summary.get("sweep_param")
-    raw = summary.get("steps") or []
-    steps: list[StepView] = []
-    for step in raw:
-        params = step.get("params") or {}
-        if param == "model":
-            value = params.get("model") or step.get("model") or step.get("key")
-        elif param is not None:
-            value = params.get(param)
-        else:
-            value = None
-        steps.append(StepView(key=str(step.get("key") or "run"), value=value, summary=step.get("summary") or {}))
-    if not steps and summary.get("overall"):
-        steps.append(StepView(key="run", value=None, summary=summary["overall"]))
-    if steps and all(as_number(s.value) is not None for s in steps):
-        steps.sort(key=lambda s: as_number(s.value) or 0.0)
-    return param, steps
-
-
-def stat(*, summary: Mapping[str, Any], metric: str, key: str = "p50") -> float | None:
-    """One statistic of one metric (``stat(summary=s, metric="ttft_s", key="p95")``), or None."""
-    block = summary.get(metric)
-    if not isinstance(block, Mapping):
-        return None
-    value = block.get(key)
-    return float(value) if isinstance(value, int | float) else None
-
-
-def decode_tokens_per_s(*, summary: Mapping[str, Any]) -> float | None:
-    """Per-request decode speed, 1 / P50 TPOT: what one user sees once tokens start flowing."""
-    tpot = stat(summary=summary, metric="tpot_s")
-    return 1.0 / tpot if tpot else None
-
-
-def goodput_fraction(*, summary: Mapping[str, Any]) -> float | None:
-    goodput = summary.get("goodput")
-    if not isinstance(goodput, Mapping):
-        return None
-    fraction = goodput.get("fraction")
-    return float(fraction) if isinstance(fraction, int | float) else None
-
-
-def linear_fit(*, xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float]:
-    """Least-squares line through the points: (slope, intercept, r²).
-
-    r² is 1.0 when the points lie exactly on the line (including a flat one).
-    """
-    if len(xs) != len(ys):
-        raise ValueError(f"{len(xs)} x values but {len(ys)} y values")
-    n = len(xs)
-    if n < 2:
-        raise ValueError("a line needs at least two points")
-    mean_x = math.fsum(xs) / n
-    mean_y = math.fsum(ys) / n
-    sxx = math.fsum((x - mean_x) ** 2 for x in xs)
-    if sxx == 0:
-        raise ValueError("a line needs at least two different x values")
-    sxy = math.fsum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True))
-    slope = sxy / sxx
-    intercept = mean_y - slope * mean_x
-    ss_res = math.fsum((y - (slope * x + intercept)) ** 2 for x, y in zip(xs, ys, strict=True))
-    ss_tot = math.fsum((y - mean_y) ** 2 for y in ys)
-    # A flat set of points has no variance to explain: a perfect fit of it still counts as 1.
-    r2 = (1.0 if ss_res <= 1e-24 else 0.0) if ss_tot == 0 else 1.0 - ss_res / ss_tot
-    return slope, intercept, r2
-
-
-@dataclass(frozen=True, slots=True)
-class Knee:
-    """Where more concurrency stops paying, with the numbers that decided it.
-
-    ``before`` is the step just below the knee (None when the knee is the lowest concurrency,
-    i.e. concurrency never paid): the last one still under KNEE_PEAK_FRACTION of the peak.
-    """
-
-    concurrency: float
-    tokens_per_s: float
-    peak_concurrency: float
-    peak_tokens_per_s: float
-    before: tuple[float, float] | None
-
-    @property
-    def fraction_of_peak(self) -> float:
-        return self.tokens_per_s / self.peak_tokens_per_s
-
-
-def find_knee(*, points: Sequence[tuple[float, float]]) -> Knee | None:
-    """The lowest concurrency whose aggregate throughput reaches KNEE_PEAK_FRACTION of the peak.
-
-    ``points`` are (concurrency, aggregate output tokens/s). None with fewer than two distinct
-    concurrencies, or when only the highest concurrency reaches the threshold: throughput was
-    still rising where the sweep stopped, so the knee lies beyond it.
-    """
-    rows: dict[float, float] = {}
-    for c, a in sorted(points):
-        if c > 0 and a > 0:
-            rows.setdefault(float(c), float(a))
-    ordered = sorted(rows.items())
-    if len(ordered) < 2:
-        return None
-    peak_c, peak_a = max(ordered, key=lambda row: (row[1], -row[0]))
-    index = next(i for i, (_, a) in enumerate(ordered) if a >= KNEE_PEAK_FRACTION * peak_a)
-    if index == len(ordered) - 1:
-        return None
-    c, a = ordered[index]
-    return Knee(
-        concurrency=c,
-        tokens_per_s=a,
-        peak_concurrency=peak_c,
-        peak_tokens_per_s=peak_a,
-        before=ordered[index - 1] if index > 0 else None,
-    )
-
-
-def saturation_rate(*, points: Sequence[tuple[float, float]], threshold: float = SATURATION_GOODPUT) -> float | None:
-    """The lowest offered rate whose goodput fraction falls below ``threshold``.
-
-    ``points`` are (offered rate, goodput fraction 0..1); None when every rate meets it.
-    """
-    for rate, fraction in sorted(points):
-        if fraction < threshold:
-            return rate
-    return None
-
-
-def record_step_key(*, record: Mapping[str, Any]) -> str:
-    """A record's step, named like the run's steps: "max_tokens=128", or "run" without a sweep."""
-    params = record.get("params") or {}
-    if not params:
-        return "run"
-    return ", ".join(f"{name}={params[name]}" for name in sorted(params))
 
 
 # --- the main chart -------------------------------------------------------------------------
@@ -395,12 +256,6 @@ def _concurrency_chart(
     return figure, alt
 
 
-def concurrency_knee(*, steps: Sequence[StepView]) -> Knee | None:
-    """find_knee over a concurrency sweep's steps (aggregate output tokens/s per level)."""
-    rows = [(as_number(s.value), _float(s.summary.get("output_tokens_per_s"))) for s in steps]
-    return find_knee(points=[(c, a) for c, a in rows if c and a])
-
-
 def _rate_chart(*, steps: list[StepView], param: str | None, bound: Mapping[str, Any] | None) -> tuple[Figure, str]:
     xs = [as_number(s.value) or 0.0 for s in steps]
     fractions = [goodput_fraction(summary=s.summary) for s in steps]
@@ -550,15 +405,6 @@ def _prefix_chart(*, steps: list[StepView], param: str | None, bound: Mapping[st
         f"{label}: {_seconds_text(v)} (P95 {_seconds_text(w)})" for label, v, w in zip(labels, p50, p95, strict=True)
     )
     return figure, alt + "."
-
-
-def prefix_ratio(*, steps: Sequence[StepView]) -> float | None:
-    """P50 TTFT with a shared prefix over P50 TTFT with unique prompts."""
-    shared = [stat(summary=s.summary, metric="ttft_s") for s in steps if is_shared(s.value)]
-    unique = [stat(summary=s.summary, metric="ttft_s") for s in steps if not is_shared(s.value)]
-    if not shared or not unique or shared[0] is None or not unique[0]:
-        return None
-    return shared[0] / unique[0]
 
 
 def _head_of_line_chart(
@@ -1195,27 +1041,6 @@ def _prefix_label(*, value: Any, key: str) -> str:
     if value is None:
         return key
     return "shared prefix" if is_shared(value) else "unique prompts"
-
-
-def is_shared(value: Any) -> bool:
-    """Whether a shared_prefix step value means "with the shared prefix" (1, "1", True)."""
-    number = as_number(value)
-    return bool(number) if number is not None else bool(value)
-
-
-def as_number(value: Any) -> float | None:
-    """A step value as a finite float (ints, floats, numeric strings), else None."""
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, int | float):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, str):
-        try:
-            number = float(value)
-        except ValueError:
-            return None
-        return number if math.isfinite(number) else None
-    return None
 
 
 def _float(value: Any) -> float | None:

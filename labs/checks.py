@@ -20,7 +20,7 @@ from courses.inference.units import (
     seconds_or_missing,
     significant,
 )
-from labs.charts import (
+from labs.analysis import (
     KNEE_PEAK_FRACTION,
     SATURATION_GOODPUT,
     StepView,

@@ -464,9 +464,7 @@ def _record_fields(data: dict) -> dict:
     return {k: v for k, v in data.items() if k in allowed}
 
 
-def _engine_failure_reason(
-    *, target: InferenceTarget, step: Step, summary: dict, records: list[RequestRecord]
-) -> str:
+def _engine_failure_reason(*, target: InferenceTarget, step: Step, summary: dict, records: list[RequestRecord]) -> str:
     counts = summary.get("errors_by_kind") or {}
     kinds = ", ".join(f"{count} {kind.replace('_', ' ')}" for kind, count in sorted(counts.items()))
     last = next((r.error for r in reversed(records) if r.error and r.error.get("kind") != "cancelled"), None) or {}

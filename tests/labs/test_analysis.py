@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from labs import analysis
 from labs.analysis import efficiencies, measure_problem, measured_quantity, prediction_rows
 from labs.checks import weight_bits
 from tests.labs.test_checks import (
@@ -92,3 +93,52 @@ def test_efficiency_against_the_decode_and_prefill_bounds():
         )
         == []
     )
+
+
+# --- analyses on known data -----------------------------------------------------------------
+
+
+def test_linear_fit_recovers_an_exact_line_and_scores_noise_lower():
+    slope, intercept, r2 = analysis.linear_fit(xs=[0, 1, 2, 3], ys=[1, 3, 5, 7])
+    assert (slope, intercept, r2) == pytest.approx((2.0, 1.0, 1.0))
+    slope, intercept, r2 = analysis.linear_fit(xs=[1, 2, 3, 4], ys=[2, 1, 4, 3])
+    assert slope == pytest.approx(0.6)
+    assert intercept == pytest.approx(1.0)
+    assert r2 == pytest.approx(0.36)
+    assert analysis.linear_fit(xs=[1, 2], ys=[5, 5]) == pytest.approx((0.0, 5.0, 1.0))
+
+
+@pytest.mark.parametrize(("xs", "ys"), [([1], [1]), ([2, 2], [1, 3]), ([1, 2], [1])])
+def test_linear_fit_refuses_what_is_not_a_line(xs, ys):
+    with pytest.raises(ValueError):
+        analysis.linear_fit(xs=xs, ys=ys)
+
+
+def test_find_knee_on_a_saturating_batch():
+    points = [(1, 100), (2, 195), (4, 380), (8, 720), (16, 1300), (32, 1450), (64, 1500)]
+    knee = analysis.find_knee(points=points)
+    assert knee is not None
+    assert (knee.concurrency, knee.tokens_per_s) == (32, 1450)
+    assert (knee.peak_concurrency, knee.peak_tokens_per_s) == (64, 1500)
+    assert knee.before == (16, 1300)
+
+
+def test_find_knee_is_none_while_scaling_and_at_the_lowest_level_when_the_engine_never_batched():
+    scaling = [(1, 100), (2, 195), (4, 380), (8, 720)]
+    assert analysis.find_knee(points=scaling) is None
+    serial = [(1, 100), (2, 101), (4, 99), (8, 100)]
+    knee = analysis.find_knee(points=serial)
+    assert knee is not None and knee.concurrency == 1 and knee.before is None
+    assert analysis.find_knee(points=[(4, 100)]) is None
+
+
+def test_find_knee_reaches_90_percent_of_the_peak_on_noisy_data():
+    points = [(1, 320), (2, 380), (4, 540), (8, 520), (16, 500)]
+    knee = analysis.find_knee(points=points)
+    assert knee is not None and knee.concurrency == 4
+    assert knee.fraction_of_peak >= 0.9
+
+
+def test_saturation_rate_is_the_first_rate_below_the_goodput_threshold():
+    assert analysis.saturation_rate(points=[(60, 1.0), (30, 1.0), (120, 0.85), (240, 0.2)]) == 120
+    assert analysis.saturation_rate(points=[(30, 0.95), (60, 0.91)]) is None
