@@ -24,6 +24,7 @@ A lab's ``[[predict]]`` entry names one quantity the learner predicts and how it
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -225,6 +226,25 @@ def _float(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+_BITS_PATTERNS: tuple[tuple[re.Pattern[str], int | None], ...] = (
+    (re.compile(r"(?<![a-z0-9])(?:bf16|fp16|f16|float16|half)(?![0-9])"), 16),
+    (re.compile(r"(?<![a-z0-9])(?:fp32|f32|float32)(?![0-9])"), 32),
+    (re.compile(r"(?<![a-z0-9])(?:fp8|f8|e4m3|e5m2)(?![0-9])"), 8),
+    (re.compile(r"(?<![a-z0-9])(?:mxfp4|nvfp4|nf4|fp4|awq|gptq)(?![0-9])"), 4),
+    (re.compile(r"(?<![a-z0-9])(?:iq|q|int|i|w)(\d)(?:_[a-z0-9]+)*(?![0-9])"), None),
+)
+
+
+def weight_bits(*, name: str) -> int | None:
+    """Bits per weight read from a model or quantization name (``q4_k_m`` -> 4), or None."""
+    lowered = name.lower()
+    for pattern, bits in _BITS_PATTERNS:
+        match = pattern.search(lowered)
+        if match:
+            return bits if bits is not None else int(match.group(1))
+    return None
+
+
 MEASURES = ("ratio", "decode_tokens_per_s", "prefix_ratio", "saturation_rpm", "bits_speedup")
 RATIO_METRICS = ("ttft_s", "tpot_s", "e2e_s", "itl_s", "output_tokens_per_s")
 RATIO_STATS = ("p50", "p90", "p95", "p99", "mean")
@@ -274,8 +294,6 @@ def measured_quantity(*, measure: str, summary: Mapping[str, Any]) -> float | No
         ]
         return saturation_rate(points=points) if points else None
     if kind == "bits_speedup":
-        from labs.checks import weight_bits
-
         rows = [
             (bits, speed)
             for s in steps

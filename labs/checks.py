@@ -9,7 +9,6 @@ a learner can check the reasoning against the results table. No Django: plain da
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +33,7 @@ from labs.analysis import (
     saturation_rate,
     stat,
     sweep_steps,
+    weight_bits,
 )
 
 # ttft-vs-output-length: with one fixed prompt, prefill work is the same at every output length,
@@ -906,25 +906,6 @@ LAB_CHECKS: dict[str, Callable[..., list[Finding]]] = {
     "open-loop-slo": _open_loop_slo,
     "quantization": _quantization,
 }
-
-_BITS_PATTERNS: tuple[tuple[re.Pattern[str], int | None], ...] = (
-    (re.compile(r"(?<![a-z0-9])(?:bf16|fp16|f16|float16|half)(?![0-9])"), 16),
-    (re.compile(r"(?<![a-z0-9])(?:fp32|f32|float32)(?![0-9])"), 32),
-    (re.compile(r"(?<![a-z0-9])(?:fp8|f8|e4m3|e5m2)(?![0-9])"), 8),
-    (re.compile(r"(?<![a-z0-9])(?:mxfp4|nvfp4|nf4|fp4|awq|gptq)(?![0-9])"), 4),
-    (re.compile(r"(?<![a-z0-9])(?:iq|q|int|i|w)(\d)(?:_[a-z0-9]+)*(?![0-9])"), None),
-)
-
-
-def weight_bits(*, name: str) -> int | None:
-    """Bits per weight read from a model or quantization name (``q4_k_m`` -> 4), or None."""
-    lowered = name.lower()
-    for pattern, bits in _BITS_PATTERNS:
-        match = pattern.search(lowered)
-        if match:
-            return bits if bits is not None else int(match.group(1))
-    return None
-
 
 # --- checks for any lab ---------------------------------------------------------------------
 

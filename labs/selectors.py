@@ -98,7 +98,7 @@ def prediction_rows(*, run: LabRun) -> list:
 
 def efficiencies(*, run: LabRun) -> list:
     from labs.analysis import efficiencies as rows
-    from labs.checks import weight_bits
+    from labs.analysis import weight_bits
 
     target = run.target
     return rows(
