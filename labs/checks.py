@@ -556,6 +556,8 @@ def _batching_almost_free(
                 ),
             )
         )
+        # The chart marks the knee whatever the gain; the finding names the same one.
+        findings.append(_knee_finding(usable=usable))
         return findings
     knee = concurrency_knee(steps=usable)
     # TPOT is compared between two different levels: the lowest and the knee, or the highest
@@ -598,48 +600,60 @@ def _batching_almost_free(
                 ),
             )
         )
-    per_level = ", ".join(f"{_n(as_number(s.value))}: {_t(float(s.summary['output_tokens_per_s']))}" for s in usable)
-    if knee is not None:
-        below = (
-            f", while concurrency {_n(knee.before[0])} reached {_t(knee.before[1])} "
-            f"({knee.before[1] / knee.peak_tokens_per_s:.0%})"
-            if knee.before is not None
-            else ""
-        )
-        knee_tpot = stat(
-            summary=next(s for s in usable if as_number(s.value) == knee.concurrency).summary, metric="tpot_s"
-        )
-        findings.append(
-            Finding(
-                id="knee",
-                ok=True,
-                title=f"The knee is at about {_n(knee.concurrency)} concurrent requests",
-                detail=(
-                    f"Aggregate output peaked at {_t(knee.peak_tokens_per_s)} at concurrency "
-                    f"{_n(knee.peak_concurrency)}. Concurrency {_n(knee.concurrency)} is the lowest "
-                    f"level reaching {KNEE_PEAK_FRACTION:.0%} of that peak: {_t(knee.tokens_per_s)} "
-                    f"({knee.fraction_of_peak:.0%}), at P50 TPOT {_s(knee_tpot)}{below}. Aggregate "
-                    f"per level: {per_level}. Beyond the knee more concurrency mostly makes each "
-                    "request slower or makes it wait: the batch has turned compute-bound, the KV "
-                    "cache has run out of room, or the engine has no free slot."
-                ),
-            )
-        )
-    else:
-        findings.append(
-            Finding(
-                id="knee",
-                ok=True,
-                title="No knee within this sweep",
-                detail=(
-                    f"Aggregate output was still rising at the highest level: {_t(agg_high)} at "
-                    f"concurrency {_n(c_high)}, and no lower level reached {KNEE_PEAK_FRACTION:.0%} "
-                    f"of it (aggregate per level: {per_level}). Sweep higher, within the target's "
-                    "limit, to find the knee."
-                ),
-            )
-        )
+    findings.append(_knee_finding(usable=usable))
     return findings
+
+
+def _knee_finding(*, usable: list[StepView]) -> Finding:
+    """The knee the concurrency chart marks, with every number that placed it."""
+    knee = concurrency_knee(steps=usable)
+    high = usable[-1]
+    c_high, agg_high = as_number(high.value) or 1.0, float(high.summary["output_tokens_per_s"])
+    per_level = ", ".join(f"{_n(as_number(s.value))}: {_t(float(s.summary['output_tokens_per_s']))}" for s in usable)
+    if knee is None:
+        return Finding(
+            id="knee",
+            ok=True,
+            title="No knee within this sweep",
+            detail=(
+                f"Aggregate output was still rising at the highest level: {_t(agg_high)} at "
+                f"concurrency {_n(c_high)}, and no lower level reached {KNEE_PEAK_FRACTION:.0%} "
+                f"of it (aggregate per level: {per_level}). Sweep higher, within the target's "
+                "limit, to find the knee."
+            ),
+        )
+    knee_tpot = stat(summary=next(s for s in usable if as_number(s.value) == knee.concurrency).summary, metric="tpot_s")
+    reached = (
+        f"Concurrency {_n(knee.concurrency)} is the lowest level reaching {KNEE_PEAK_FRACTION:.0%} of that "
+        f"peak: {_t(knee.tokens_per_s)} ({knee.fraction_of_peak:.0%}), at P50 TPOT {_s(knee_tpot)}"
+    )
+    if knee.before is None:
+        return Finding(
+            id="knee",
+            ok=True,
+            title=(
+                f"No gain from concurrency: {_n(knee.concurrency)} already gives "
+                f"{knee.fraction_of_peak:.0%} of the peak"
+            ),
+            detail=(
+                f"Aggregate output peaked at {_t(knee.peak_tokens_per_s)} at concurrency "
+                f"{_n(knee.peak_concurrency)}. {reached}, so more requests in flight bought less than "
+                f"a tenth more (aggregate per level: {per_level})."
+            ),
+        )
+    return Finding(
+        id="knee",
+        ok=True,
+        title=f"The knee is at about {_n(knee.concurrency)} concurrent requests",
+        detail=(
+            f"Aggregate output peaked at {_t(knee.peak_tokens_per_s)} at concurrency "
+            f"{_n(knee.peak_concurrency)}. {reached}, while concurrency {_n(knee.before[0])} reached "
+            f"{_t(knee.before[1])} ({knee.before[1] / knee.peak_tokens_per_s:.0%}). Aggregate per level: "
+            f"{per_level}. Beyond the knee more concurrency mostly makes each request slower or makes "
+            "it wait: the batch has turned compute-bound, the KV cache has run out of room, or the "
+            "engine has no free slot."
+        ),
+    )
 
 
 def _continuous_batching(

@@ -15,7 +15,11 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(trans
 
 
 def test_batching_defaults_on_the_local_batched_engine_name_a_knee_near_the_peak(
-    live_site, page, course, local_site_targets, make_user  # noqa: F811
+    live_site,
+    page,
+    course,
+    local_site_targets,
+    make_user,  # noqa: F811
 ):
     make_user("learner", password="prefill-decode-bandwidth-9")
     log_in(page, live_site.url, username="learner")
@@ -40,20 +44,22 @@ def test_batching_defaults_on_the_local_batched_engine_name_a_knee_near_the_peak
     assert run.status == LabRun.Status.SUCCEEDED, run.error
     assert run.params["concurrency"] == [1, 2, 4, 8, 16]
 
-    aggregate = {
-        step["params"]["concurrency"]: step["summary"]["output_tokens_per_s"] for step in run.summary["steps"]
-    }
+    aggregate = {step["params"]["concurrency"]: step["summary"]["output_tokens_per_s"] for step in run.summary["steps"]}
     peak = max(aggregate.values())
     knee_text = page.get_by_test_id("finding-knee").inner_text()
-    named = re.search(r"The knee is at about (\d+) concurrent requests", knee_text)
+    # On a loaded machine the engine may barely batch; the knee is named all the same (the
+    # chart marks it), and it must still reach 80 % of the peak the run measured.
+    named = re.search(r"The knee is at about (\d+) concurrent requests|No gain from concurrency: (\d+)", knee_text)
     if named is None:
         # Still rising at the top of the sweep: then the highest level must be the peak.
         assert "No knee within this sweep" in knee_text
         assert aggregate[16] == peak
     else:
-        knee = int(named.group(1))
+        knee = int(named.group(1) or named.group(2))
         assert aggregate[knee] >= 0.8 * peak, (knee, aggregate)
-        assert f"at concurrency {knee}" in knee_text or f"Concurrency {knee} is the lowest" in knee_text
+        assert f"Concurrency {knee} is the lowest level reaching 90% of that peak" in knee_text
+        chart = page.locator("figure").first.inner_html()
+        assert f"about {knee} concurrent requests" in chart or f"concurrency: {knee} already" in chart
     main = page.locator("main").inner_text()
     assert "from concurrency 1 to 1 " not in main.lower()
     # Counts agree: the measured requests and the warm-up apart.
