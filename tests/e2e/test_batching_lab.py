@@ -14,12 +14,12 @@ from tests.e2e.test_lab_journey import local_site_targets, watch_progress  # noq
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
+@pytest.mark.usefixtures("local_site_targets")
 def test_batching_defaults_on_the_local_batched_engine_name_a_knee_near_the_peak(
     live_site,
     page,
     course,
-    local_site_targets,
-    make_user,  # noqa: F811
+    make_user,
 ):
     make_user("learner", password="prefill-decode-bandwidth-9")
     log_in(page, live_site.url, username="learner")
