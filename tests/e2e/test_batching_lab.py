@@ -5,6 +5,7 @@ worker, and names a knee whose aggregate throughput is at least 80 % of the peak
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from labs.management.commands.register_local_targets import BATCHED_NAME
 from labs.models import LabRun
@@ -31,9 +32,21 @@ def test_batching_defaults_on_the_local_batched_engine_name_a_knee_near_the_peak
     assert "32, 64 left out" in note and "4 requests at once" in note
     assert page.get_by_test_id("prediction-prompt").inner_text().startswith("Concurrency goes from 1 to 16")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.locator("#run-it").screenshot(path=str(SCREENSHOTS / "batching-lab-form-1280.png"))
+    # A mistake: the answer comes back scrolled to the form, its errors listed at the top (no JS needed).
+    page.get_by_label("Concurrency levels").fill("1, two, 4")
+    page.get_by_role("button", name="Queue the run").click()
+    errors = page.get_by_test_id("form-errors")
+    expect(errors).to_be_in_viewport()
+    assert "'two' is not a whole number" in errors.inner_text()
+    assert "Your prediction" in errors.inner_text()  # the empty prediction is named too
+    # The refused form is answered 422 on purpose, which chromium logs as a failed resource.
+    expected = "status of 422 (Unprocessable Entity)"
+    page.problems[:] = [problem for problem in page.problems if expected not in problem]
     page.set_viewport_size({"width": 390, "height": 844})
-    page.screenshot(path=str(SCREENSHOTS / "batching-lab-form-390.png"), full_page=False)
+    page.locator("#run-it").screenshot(path=str(SCREENSHOTS / "batching-lab-form-errors-390.png"))
     page.set_viewport_size({"width": 1280, "height": 900})
+    page.get_by_label("Concurrency levels").fill("1, 2, 4, 8, 16")
     page.get_by_label("Your prediction").fill("Throughput doubles to 4, then flat; TPOT x2 at 4")
     page.get_by_label("Aggregate output tokens/s at the highest level ÷ at the lowest").fill("2")
     page.get_by_role("button", name="Queue the run").click()
