@@ -192,7 +192,13 @@ class RunForm(forms.Form):
                 label=entry["label"],
                 required=False,
                 min_value=0,
-                help_text=f"Optional; in {entry['unit']}." if entry.get("unit") else "Optional.",
+                help_text=(
+                    "Optional: a ratio, such as 2.5 for ×2.5."
+                    if entry.get("unit") == "ratio"
+                    else f"Optional, in {entry['unit']}."
+                    if entry.get("unit")
+                    else "Optional."
+                ),
                 initial=(initial_predicted or {}).get(entry["name"]),
             )
         # Without JS the form cannot refill itself when another engine is picked: links beside

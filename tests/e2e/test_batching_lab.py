@@ -32,7 +32,7 @@ def test_batching_defaults_on_the_local_batched_engine_name_a_knee_near_the_peak
     assert "32, 64 left out" in note and "4 requests at once" in note
     assert page.get_by_test_id("prediction-prompt").inner_text().startswith("Concurrency goes from 1 to 16")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.locator("#run-it").screenshot(path=str(SCREENSHOTS / "batching-lab-form-1280.png"))
+    page.locator("section:has(#run-it)").screenshot(path=str(SCREENSHOTS / "batching-lab-form-1280.png"))
     # A mistake: the answer comes back scrolled to the form, its errors listed at the top (no JS needed).
     page.get_by_label("Concurrency levels").fill("1, two, 4")
     page.get_by_role("button", name="Queue the run").click()
@@ -44,7 +44,7 @@ def test_batching_defaults_on_the_local_batched_engine_name_a_knee_near_the_peak
     expected = "status of 422 (Unprocessable Entity)"
     page.problems[:] = [problem for problem in page.problems if expected not in problem]
     page.set_viewport_size({"width": 390, "height": 844})
-    page.locator("#run-it").screenshot(path=str(SCREENSHOTS / "batching-lab-form-errors-390.png"))
+    page.locator("section:has(#run-it)").screenshot(path=str(SCREENSHOTS / "batching-lab-form-errors-390.png"))
     page.set_viewport_size({"width": 1280, "height": 900})
     page.get_by_label("Concurrency levels").fill("1, 2, 4, 8, 16")
     page.get_by_label("Your prediction").fill("Throughput doubles to 4, then flat; TPOT x2 at 4")
