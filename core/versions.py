@@ -22,6 +22,7 @@ RENDERING_SOURCES = (
     "courses/views_calculators.py",
     "courses/figures",
     "courses/inference",
+    "labs/analysis.py",
     "labs/charts.py",
     "labs/checks.py",
     "templates/courses/calculators",

@@ -26,7 +26,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError, close_old
 from django.utils import timezone
 
 from labs.models import InferenceTarget, LabRun, RunRequest
-from labs.plans import PlanError, Step, build_steps
+from labs.plans import PlanError, Step, build_steps, planned_requests, planned_warmups
 from labs.selectors import charts_for
 from labs.targets import target_limits
 from workers.measure import Capabilities, RequestRecord, TargetSpec, fresh_seed, measure
@@ -224,7 +224,9 @@ def _measure_steps(run: LabRun) -> str:
     # The target's wall-clock limit is the run's, not each step's: steps share what is left.
     deadline = started + run.target.max_run_seconds
     stopped_early = ""  # why the run ended before its plan, for the learner
-    total = sum(step.spec.requests + step.spec.warmup for step in steps)
+    # Measured requests only: warm-ups are sent but not counted, as the results count them.
+    total = planned_requests(steps)
+    warmups = planned_warmups(steps)
     state = {"done": 0, "tokens": 0, "last_write": 0.0, "cancel_checked": 0.0, "cancelled": False}
     offset = run.requests.count()
     step_summaries: list[dict] = []
@@ -267,6 +269,7 @@ def _measure_steps(run: LabRun) -> str:
                         progress={
                             "done": state["done"],
                             "total": total,
+                            "warmup": warmups,
                             "tokens": state["tokens"],
                             "elapsed_s": round(now - started, 2),
                             "step": step.key,
@@ -301,8 +304,10 @@ def _measure_steps(run: LabRun) -> str:
             }
         )
         notes.extend(result.notes)
-        if not run.result_meta:
+        if "schema_version" not in run.result_meta:
+            # Merged, not replaced: the submit may have recorded how the parameters were fitted.
             run.result_meta = {
+                **run.result_meta,
                 "schema_version": result.schema_version,
                 "target": {k: v for k, v in result.target.items() if k != "base_url"},
                 "engine": result.engine,
@@ -459,9 +464,7 @@ def _record_fields(data: dict) -> dict:
     return {k: v for k, v in data.items() if k in allowed}
 
 
-def _engine_failure_reason(
-    *, target: InferenceTarget, step: Step, summary: dict, records: list[RequestRecord]
-) -> str:
+def _engine_failure_reason(*, target: InferenceTarget, step: Step, summary: dict, records: list[RequestRecord]) -> str:
     counts = summary.get("errors_by_kind") or {}
     kinds = ", ".join(f"{count} {kind.replace('_', ' ')}" for kind, count in sorted(counts.items()))
     last = next((r.error for r in reversed(records) if r.error and r.error.get("kind") != "cancelled"), None) or {}

@@ -93,6 +93,22 @@ class InferenceTarget(models.Model):
         return f"target-{self.slug}"
 
     @property
+    def server_slots(self) -> int | None:
+        """How many requests the engine serves at once (llama.cpp --parallel, reported by its
+        /props as total_slots; staff may set it for Ollama's OLLAMA_NUM_PARALLEL), or None."""
+        slots = (self.capabilities or {}).get("server_slots")
+        return int(slots) if isinstance(slots, int) and slots > 0 else None
+
+    @property
+    def can_force_output_length(self) -> bool:
+        """Whether a request can make the engine decode exactly max_tokens. Ollama's API has no
+        ignore_eos or min_tokens; elsewhere the probe's answer counts, and an unprobed target is
+        given the benefit of the doubt (the run's findings still flag short outputs)."""
+        if self.kind == self.Kind.OLLAMA:
+            return False
+        return (self.capabilities or {}).get("ignore_eos") is not False
+
+    @property
     def default_model(self) -> str:
         return self.model_names[0] if self.model_names else ""
 

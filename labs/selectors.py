@@ -21,6 +21,10 @@ def rendered_guide(*, lab: Lab) -> str:
     return html
 
 
+def enabled_target(*, target_id: int) -> InferenceTarget | None:
+    return InferenceTarget.objects.filter(pk=target_id, enabled=True).first()
+
+
 def labs_by_slug(*, slugs: list[str]) -> list[Lab]:
     """Live labs in the order given (a lesson's "try it" list); unknown slugs are skipped."""
     found = {lab.slug: lab for lab in Lab.objects.live().filter(slug__in=slugs).only("slug", "title", "objective")}
@@ -63,6 +67,50 @@ def decode_bound(*, run: LabRun) -> dict | None:
     }
 
 
+def request_counts(*, run: LabRun) -> dict[str, int] | None:
+    """A finished run's counts, the same everywhere: measured requests (warm-up excluded, as the
+    summary table's n excludes it), how many succeeded and failed, the plan, and the warm-ups
+    sent apart. None while the run is active (the live progress counts then)."""
+    if run.is_active or not run.summary:
+        return None
+    requests = (run.summary.get("overall") or {}).get("requests") or {}
+    meta_steps = (run.result_meta or {}).get("steps") or []
+    return {
+        "measured": int(requests.get("total", 0)),
+        "succeeded": int(requests.get("succeeded", 0)),
+        "failed": int(requests.get("failed", 0)),
+        "planned": sum(int((step.get("spec") or {}).get("requests") or 0) for step in meta_steps)
+        if meta_steps
+        else int((run.progress or {}).get("total") or 0),
+        "warmup": run.requests.filter(warmup=True).count(),
+    }
+
+
+def prediction_rows(*, run: LabRun) -> list:
+    from labs.analysis import prediction_rows as rows
+
+    return rows(
+        predicts=run.lab.spec.get("predict", []),
+        predicted=(run.result_meta or {}).get("predicted") or {},
+        summary=run.summary or {},
+    )
+
+
+def efficiencies(*, run: LabRun) -> list:
+    from labs.analysis import efficiencies as rows
+    from labs.analysis import weight_bits
+
+    target = run.target
+    return rows(
+        summary=run.summary or {},
+        model_bytes={name: float(size) for name, size in (target.model_bytes or {}).items()},
+        default_model=run.model_name,
+        bandwidth_bytes_s=target.memory_bandwidth_bytes_s,
+        peak_flops=target.peak_flops,
+        bits_of=weight_bits,
+    )
+
+
 def cost_per_million_output_tokens(*, run: LabRun) -> float | None:
     price = run.target.price_per_gpu_hour
     overall = (run.summary or {}).get("overall") or {}
@@ -90,7 +138,7 @@ def charts_for(*, run: LabRun) -> dict[str, str]:
     result = {
         "main": charts.main_chart_svg(lab_slug=run.lab.slug, summary=summary, bound=decode_bound(run=run)),
         "cdf": charts.ttft_cdf_svg(records=records),
-        "timeline": charts.timeline_svg(records=records),
+        "timeline": charts.timeline_svg(records=records, server_slots=run.target.server_slots),
     }
     if run.finished_at:
         cache.set(key, result, timeout=60 * 60 * 24 * 30)

@@ -15,7 +15,7 @@ from django.utils import timezone
 from core.queueing import send
 from labs.execution import finalise_summary, release_dead_lock
 from labs.models import CohortResult, InferenceTarget, Lab, LabRun
-from labs.plans import PlanError, build_steps, planned_requests
+from labs.plans import PlanError, build_steps, planned_requests, planned_warmups
 from labs.targets import target_limits
 
 logger = logging.getLogger(__name__)
@@ -44,7 +44,18 @@ def check_quota(*, user: AbstractBaseUser, target: InferenceTarget) -> None:
         )
 
 
-def submit_run(*, user: AbstractBaseUser, lab: Lab, target: InferenceTarget, params: dict, prediction: str) -> LabRun:
+def submit_run(
+    *,
+    user: AbstractBaseUser,
+    lab: Lab,
+    target: InferenceTarget,
+    params: dict,
+    prediction: str,
+    adjustments: list[str] | None = None,
+    predicted: dict[str, float] | None = None,
+) -> LabRun:
+    """Queue a run. ``adjustments`` say how the form fitted the parameters to the target's caps;
+    the run page shows them next to the parameters."""
     if not target.enabled:
         raise ValidationError(f"{target.name} is not taking runs at the moment.", code="disabled")
     try:
@@ -64,7 +75,18 @@ def submit_run(*, user: AbstractBaseUser, lab: Lab, target: InferenceTarget, par
             model_name=steps[0].model,
             params=params,
             prediction=prediction.strip(),
-            progress={"done": 0, "total": planned_requests(steps), "tokens": 0, "elapsed_s": 0.0},
+            result_meta={
+                key: value
+                for key, value in (("adjusted", list(adjustments or [])), ("predicted", dict(predicted or {})))
+                if value
+            },
+            progress={
+                "done": 0,
+                "total": planned_requests(steps),
+                "warmup": planned_warmups(steps),
+                "tokens": 0,
+                "elapsed_s": 0.0,
+            },
         )
         transaction.on_commit(lambda: dispatch_run(run_id=run.pk))
     return run

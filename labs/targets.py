@@ -161,6 +161,7 @@ def probe_and_record(*, target_id: int) -> InferenceTarget:
         )
     )
     target.probed_at = timezone.now()
+    known_slots = (target.capabilities or {}).get("server_slots")
     if result.reachable:
         target.capabilities = {
             "include_usage": bool(result.include_usage),
@@ -170,6 +171,10 @@ def probe_and_record(*, target_id: int) -> InferenceTarget:
             "metrics": result.metrics,
             "cache_prompt": result.engine == "llamacpp",
         }
+        # Staff may have set the slot count for an engine that does not report it (Ollama).
+        slots = result.server_slots or known_slots
+        if slots:
+            target.capabilities["server_slots"] = slots
         target.engine_version = (result.engine_version or result.engine or "")[:100]
         if result.models and not target.model_names:
             target.model_names = result.models

@@ -30,14 +30,26 @@ def lab_detail(request: HttpRequest, lab_slug: str) -> HttpResponse:
     lab = get_object_or_404(Lab.objects.live(), slug=lab_slug)
     form = None
     if request.user.is_authenticated:
-        initial_params, initial = None, {}
+        initial_params, initial_predicted, initial, target = None, None, {}, None
         rerun_id = _run_id(request.GET.get("rerun", ""))
         if rerun_id is not None:
             previous = selectors.own_run(user=request.user, run_id=rerun_id)
             if previous and previous.lab_id == lab.pk:
                 initial_params = previous.params
-                initial = {"target": previous.target_id, "prediction": previous.prediction}
-        form = RunForm(request.POST or None, lab=lab, initial_params=initial_params, initial=initial)
+                initial_predicted = (previous.result_meta or {}).get("predicted")
+                initial = {"prediction": previous.prediction}
+                target = previous.target
+        target_id = _run_id(request.GET.get("target", ""))
+        if target_id is not None:
+            target = selectors.enabled_target(target_id=target_id) or target
+        form = RunForm(
+            request.POST or None,
+            lab=lab,
+            initial_params=initial_params,
+            initial_predicted=initial_predicted,
+            initial=initial,
+            target=target,
+        )
         if request.method == "POST" and form.is_valid():
             try:
                 run = services.submit_run(
@@ -46,6 +58,8 @@ def lab_detail(request: HttpRequest, lab_slug: str) -> HttpResponse:
                     target=form.cleaned_data["target"],
                     params=form.params,
                     prediction=form.cleaned_data["prediction"],
+                    adjustments=form.adjustments,
+                    predicted=form.predicted,
                 )
             except ValidationError as error:
                 form.add_error(None, error)
@@ -72,6 +86,7 @@ def _run_context(request: HttpRequest, run: LabRun) -> dict:
         "position": services.queue_position(run=run),
         "eta_s": services.eta_seconds(run=run),
         "progress_percent": _percent(run),
+        "counts": selectors.request_counts(run=run),
         "recent_requests": selectors.request_rows(run=run, limit=8) if run.is_active else [],
         "params_display": [
             (key, ", ".join(map(str, value)) if isinstance(value, list) else value) for key, value in run.params.items()
@@ -82,6 +97,8 @@ def _run_context(request: HttpRequest, run: LabRun) -> dict:
             charts=selectors.charts_for(run=run),
             findings=selectors.findings_for(run=run),
             bound=selectors.decode_bound(run=run),
+            prediction_rows=selectors.prediction_rows(run=run),
+            efficiencies=selectors.efficiencies(run=run),
             cost_per_million=selectors.cost_per_million_output_tokens(run=run),
             other_runs=selectors.runs_of(user=run.user, lab=run.lab)
             .exclude(pk=run.pk)

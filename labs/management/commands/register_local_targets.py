@@ -14,6 +14,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from engines.hwprobe import probe_hardware
 from engines.llamacpp.models import DEFAULT_MODEL, read_manifest
+from engines.local import BATCHED_SLOTS
 from labs.targets import Hardware, upsert_target
 
 SERIAL_NAME = "Local CPU - llama.cpp, one at a time"
@@ -61,9 +62,13 @@ class Command(BaseCommand):
         batched = upsert_target(
             name=BATCHED_NAME,
             base_url=os.environ.get("LOCAL_ENGINE_BATCHED_URL", "http://127.0.0.1:8012"),
-            description="llama-server on this machine's CPU with --parallel 4 and continuous batching.",
+            description=f"llama-server on this machine's CPU with --parallel {BATCHED_SLOTS} and continuous batching.",
             **common,
         )
+        # The slot counts engines/local.py starts the servers with: the lab page states them.
+        for target, slots in ((serial, 1), (batched, BATCHED_SLOTS)):
+            target.capabilities = {**(target.capabilities or {}), "server_slots": slots}
+            target.save(update_fields=["capabilities"])
         for target in (serial, batched):
             self.stdout.write(f"{target.name}: {target.base_url} ({len(names)} models, queue {target.queue_name})")
 
