@@ -33,10 +33,10 @@ static: venv
 
 # Serve everything on one machine: Redis (started if none answers), Celery workers and beat,
 # gunicorn, and the local llama.cpp engine. Ctrl-C stops all of it.
+# The supervisor migrates, syncs content and collects static files itself once its Redis answers,
+# so the Redis it may start belongs to it and stops with it.
 run: venv
-	$(PY) -m scripts.services redis
-	$(MAKE) --no-print-directory content static
-	$(PY) -m scripts.services run
+	$(PY) -m scripts.services run --prepare
 
 # All Celery workers in the foreground: one per enabled target queue, the default queue, beat.
 worker: venv

@@ -46,6 +46,7 @@ from engines.llamacpp.models import (
     ensure_models,
     models_dir,
 )
+from scripts.stopping import StopSignals
 
 DEFAULT_SERIAL_URL = "http://127.0.0.1:8011"
 DEFAULT_BATCHED_URL = "http://127.0.0.1:8012"
@@ -390,36 +391,36 @@ def _write_state(*, engines: LocalEngines) -> Path:
     return path
 
 
-def _interrupt(signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def serve(*, model: str, threads: int | None = None) -> int:
-    # While building and starting, SIGTERM behaves like Ctrl-C: the exception unwinds through
-    # start_local_engines, which stops whatever it had started.
-    signal.signal(signal.SIGTERM, _interrupt)
+    # While building and starting, the first SIGINT/SIGTERM raises KeyboardInterrupt: it unwinds
+    # through start_local_engines, which stops whatever it had started. Any later signal is only
+    # counted, so it cannot cut that cleanup short (see scripts.stopping).
+    stop = StopSignals(raise_first=True).install()
     try:
-        engines = start_local_engines(model=model, threads=threads)
-    except KeyboardInterrupt:
-        return 130
-    except (BuildError, EngineError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    stop_requested = threading.Event()
+        try:
+            engines = start_local_engines(model=model, threads=threads)
+        except KeyboardInterrupt:
+            return 130
+        except (BuildError, EngineError, ValueError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+        finally:
+            stop.stop_raising()
+        return _serve_until_stopped(engines=engines, model=model, stop=stop)
+    finally:
+        stop.restore()
 
-    def request_stop(signum: int, _frame: object) -> None:
-        stop_requested.set()
 
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
+def _serve_until_stopped(*, engines: LocalEngines, model: str, stop: StopSignals) -> int:
     state = _write_state(engines=engines)
     try:
         print(f"serial  (--parallel 1): {engines.serial.url}", flush=True)
         print(f"batched (--parallel {engines.batched.parallel}): {engines.batched.url}", flush=True)
         print(f"models: {', '.join(info.name for info in engines.models)} (default {model})",
               flush=True)
-        print("real timings, synthetic text; Ctrl-C stops both", file=sys.stderr, flush=True)
-        while not stop_requested.wait(0.5):
+        print("generated models: real timings, synthetic text; real models: real words and "
+              "stopping; Ctrl-C stops both", file=sys.stderr, flush=True)
+        while not stop.wait(0.5):
             for handle in engines.handles:
                 if not handle.running():
                     print(f"error: {handle.name} engine exited with code "

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+from scripts.stopping import StopSignals
+
 ROOT = Path(__file__).resolve().parent.parent
 VAR = Path(os.environ.get("PREFILL_VAR_DIR", ROOT / "var"))
 
@@ -182,23 +184,36 @@ def stop_all(children: list[Child], *, grace_s: float = 10.0) -> None:
             child.process.wait()
 
 
-def run(*, host: str, port: int, with_web: bool, with_workers: bool, with_engine: bool) -> int:
+# What `make content static` does, run by the supervisor itself once its Redis answers: a Redis
+# started for these steps alone would outlive `make run` (nothing would own it).
+PREPARE_STEPS = (
+    ["manage.py", "migrate", "--noinput"],
+    ["manage.py", "sync_content"],
+    ["manage.py", "collectstatic", "--noinput", "--verbosity", "0"],
+)
+
+
+def run(
+    *, host: str, port: int, with_web: bool, with_workers: bool, with_engine: bool, prepare: bool = False
+) -> int:
     env = dict(os.environ)
     redis_url = env.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
     python = sys.executable
     children: list[Child] = []
 
-    def handle_signal(signum, frame):
-        raise KeyboardInterrupt
-
     # Installed explicitly: a process started in the background of a non-interactive shell
     # inherits SIGINT as ignored, and Ctrl-C must stop everything wherever make was started.
-    signal.signal(signal.SIGTERM, handle_signal)
-    signal.signal(signal.SIGINT, handle_signal)
+    # The first signal unwinds a blocking start-up (waiting for the engine) to the `finally`;
+    # later ones are only counted, so a second SIGTERM (kill -- -PGID of make hits this process
+    # and make, which passes it on) cannot interrupt stop_all halfway.
+    stop = StopSignals(raise_first=True).install()
     try:
         redis_child = start_redis(redis_url)
         if redis_child:
             children.append(redis_child)
+        if prepare:
+            for step in PREPARE_STEPS:
+                subprocess.run([python, *step], cwd=ROOT, env=env, check=True)
         if with_engine:
             engine = _spawn("engine", [python, "-m", "engines.local", "serve"], env)
             children.append(engine)
@@ -210,18 +225,21 @@ def run(*, host: str, port: int, with_web: bool, with_workers: bool, with_engine
         if with_web:
             children.append(_spawn("web", web_command(python=python, host=host, port=port), env))
             print(f"\nPrefill is running: http://{host}:{port}/   (Ctrl-C stops everything)\n", flush=True)
-        while True:
+        while not stop.wait(0.5):
             for child in children:
                 code = child.process.poll()
                 if code is not None:
                     print(f"{child.name} exited with code {code}; stopping the rest.", file=sys.stderr, flush=True)
                     return 1
-            time.sleep(0.5)
+        print("\nStopping…", flush=True)
+        return 0
     except KeyboardInterrupt:
         print("\nStopping…", flush=True)
         return 0
     finally:
+        stop.stop_raising()
         stop_all(children)
+        stop.restore()
 
 
 def main() -> None:
@@ -231,6 +249,9 @@ def main() -> None:
     run_parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
     run_parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
     run_parser.add_argument("--no-engine", action="store_true", help="Do not start the local llama.cpp engine")
+    run_parser.add_argument(
+        "--prepare", action="store_true", help="Migrate, sync content and collect static files before starting"
+    )
     sub.add_parser("worker", help="Redis (if needed), workers and beat in the foreground")
     sub.add_parser("redis", help="Make sure Redis answers at REDIS_URL; start it in the background if not")
     args = parser.parse_args()
@@ -242,7 +263,16 @@ def main() -> None:
     if args.command == "worker":
         sys.exit(run(host="", port=0, with_web=False, with_workers=True, with_engine=False))
     with_engine = not args.no_engine and os.environ.get("LOCAL_ENGINES", "llamacpp") != ""
-    sys.exit(run(host=args.host, port=args.port, with_web=True, with_workers=True, with_engine=with_engine))
+    sys.exit(
+        run(
+            host=args.host,
+            port=args.port,
+            with_web=True,
+            with_workers=True,
+            with_engine=with_engine,
+            prepare=args.prepare,
+        )
+    )
 
 
 if __name__ == "__main__":
