@@ -4,7 +4,8 @@ A lab file's `[plan]` table says which parameter is swept and how the others map
 measurement library's RunSpec; each swept value becomes one step, measured in turn.
 Parameter names with a meaning here: prompt_tokens, max_tokens, concurrency, repeats (requests
 per step), shared_prefix_tokens, shared_prefix (0/1 steps), rate_rpm (open-loop arrivals per
-minute), slo_ttft_ms, slo_tpot_ms, model.
+minute), slo_ttft_ms, slo_tpot_ms, model, output_length ("forced" keeps the plan's ignore_eos,
+"model stops" lets a real model end at its end-of-sequence token, the seed experiment's confound).
 """
 
 from dataclasses import dataclass
@@ -27,6 +28,10 @@ class Step:
     params: dict[str, Any]
     model: str
     spec: RunSpec
+
+
+# The `output_length` choice that lets the model stop on its own end-of-sequence token.
+UNFORCED = "model stops"
 
 
 class PlanError(ValueError):
@@ -90,7 +95,7 @@ def build_steps(*, plan: dict, params: dict[str, Any], models: list[str], limits
                 # A model sweep loads a different model at each step: each gets its own warm-up,
                 # so no step's first request pays for loading weights.
                 warmup=int(plan.get("warmup", 1)) if index == 0 or sweep == "model" else 0,
-                ignore_eos=bool(plan.get("ignore_eos", True)),
+                ignore_eos=bool(plan.get("ignore_eos", True)) and merged.get("output_length") != UNFORCED,
                 seed=int(merged.get("seed", 0)) + index,
                 shared_prefix_tokens=shared_prefix,
                 slo=slo,

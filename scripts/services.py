@@ -139,22 +139,51 @@ def web_command(*, python: str, host: str, port: int) -> list[str]:
     ]
 
 
-def _wait_for_engines(engine: Child, *, env: dict[str, str], timeout_s: float = 1800.0) -> None:
-    """Wait until both local llama.cpp targets answer /health (the first start builds
-    llama-server, several minutes on 2 cores)."""
-    urls = [
-        env.get("LOCAL_ENGINE_URL", "http://127.0.0.1:8011"),
-        env.get("LOCAL_ENGINE_BATCHED_URL", "http://127.0.0.1:8012"),
+def local_engines(value: str) -> list[str]:
+    """LOCAL_ENGINES: a comma list of `llamacpp` and `vllm` (empty: none)."""
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    unknown = [name for name in names if name not in ENGINE_COMMANDS]
+    if unknown:
+        raise SystemExit(
+            f"LOCAL_ENGINES={value!r}: unknown engine {', '.join(unknown)}; use a comma list of "
+            f"{', '.join(ENGINE_COMMANDS)}, or empty for none"
+        )
+    return names
+
+
+# Each local engine: the module that serves it, and the URL paths that answer once it is ready.
+ENGINE_COMMANDS = {
+    "llamacpp": ["-m", "engines.local", "serve"],
+    "vllm": ["-m", "engines.vllm", "serve"],
+}
+
+
+def _ready_urls(name: str, env: dict[str, str]) -> list[str]:
+    if name == "vllm":
+        return [f"{env.get('LOCAL_ENGINE_VLLM_URL', 'http://127.0.0.1:8013').rstrip('/')}/v1/models"]
+    return [
+        f"{env.get('LOCAL_ENGINE_URL', 'http://127.0.0.1:8011').rstrip('/')}/health",
+        f"{env.get('LOCAL_ENGINE_BATCHED_URL', 'http://127.0.0.1:8012').rstrip('/')}/health",
     ]
-    print("Starting the local llama.cpp engines (the first run builds llama-server)…", flush=True)
+
+
+def _wait_for_engines(engines: list[Child], *, env: dict[str, str], timeout_s: float = 1800.0) -> None:
+    """Wait until every local engine answers (the first start builds llama-server, several minutes on
+    2 cores, and installs vLLM's CPU build, a few more)."""
+    names = ", ".join(engine.name for engine in engines)
+    print(f"Starting the local engines ({names}; the first run builds/installs them)…", flush=True)
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if engine.process.poll() is not None:
-            raise SystemExit(f"the local engine exited with code {engine.process.returncode}; see the lines above")
-        if all(_http_ok(f"{url.rstrip('/')}/health") for url in urls):
-            return
+    pending = {engine.name: engine for engine in engines}
+    while pending and time.monotonic() < deadline:
+        for name, engine in list(pending.items()):
+            if engine.process.poll() is not None:
+                code = engine.process.returncode
+                raise SystemExit(f"the local engine {name} exited with code {code}; see the lines above")
+            if all(_http_ok(url) for url in _ready_urls(name.removeprefix("engine:"), env)):
+                del pending[name]
         time.sleep(1.0)
-    raise SystemExit(f"the local engines did not answer within {timeout_s:.0f} s")
+    if pending:
+        raise SystemExit(f"the local engines {', '.join(pending)} did not answer within {timeout_s:.0f} s")
 
 
 def _http_ok(url: str) -> bool:
@@ -194,7 +223,7 @@ PREPARE_STEPS = (
 
 
 def run(
-    *, host: str, port: int, with_web: bool, with_workers: bool, with_engine: bool, prepare: bool = False
+    *, host: str, port: int, with_web: bool, with_workers: bool, engines: list[str], prepare: bool = False
 ) -> int:
     env = dict(os.environ)
     redis_url = env.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -214,11 +243,12 @@ def run(
         if prepare:
             for step in PREPARE_STEPS:
                 subprocess.run([python, *step], cwd=ROOT, env=env, check=True)
-        if with_engine:
-            engine = _spawn("engine", [python, "-m", "engines.local", "serve"], env)
-            children.append(engine)
-            _wait_for_engines(engine, env=env)
-            subprocess.run([python, "manage.py", "register_local_targets"], cwd=ROOT, env=env, check=True)
+        if engines:
+            started = [_spawn(f"engine:{name}", [python, *ENGINE_COMMANDS[name]], env) for name in engines]
+            children.extend(started)
+            _wait_for_engines(started, env=env)
+            register = [python, "manage.py", "register_local_targets"] + (["--vllm"] if "vllm" in engines else [])
+            subprocess.run(register, cwd=ROOT, env=env, check=True)
         if with_workers:
             for name, argv in worker_commands(python=python):
                 children.append(_spawn(name, argv, env))
@@ -261,15 +291,15 @@ def main() -> None:
             print(f"redis-server pid {child.process.pid} left running in the background")
         return
     if args.command == "worker":
-        sys.exit(run(host="", port=0, with_web=False, with_workers=True, with_engine=False))
-    with_engine = not args.no_engine and os.environ.get("LOCAL_ENGINES", "llamacpp") != ""
+        sys.exit(run(host="", port=0, with_web=False, with_workers=True, engines=[]))
+    engines = [] if args.no_engine else local_engines(os.environ.get("LOCAL_ENGINES", "llamacpp"))
     sys.exit(
         run(
             host=args.host,
             port=args.port,
             with_web=True,
             with_workers=True,
-            with_engine=with_engine,
+            engines=engines,
             prepare=args.prepare,
         )
     )

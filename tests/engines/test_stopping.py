@@ -8,6 +8,7 @@ both llama-servers running.
 """
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -49,6 +50,22 @@ def _wait_until_serving(process: subprocess.Popen, urls: list[str], *, timeout_s
             pass
         time.sleep(0.2)
     pytest.fail(f"the engine did not serve {urls} within {timeout_s:.0f} s")
+
+
+def _wait_for_line(process: subprocess.Popen, text: str, *, timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    seen = b""
+    fd = process.stdout.fileno()  # raw reads: a buffered reader would hide lines from select
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            chunk = os.read(fd, 4096)
+            seen += chunk
+            if text.encode() in seen:
+                return
+            if not chunk:
+                break
+    pytest.fail(f"the engine never printed {text!r}; it printed: {seen.decode(errors='replace')[-1000:]}")
 
 
 def _assert_all_stop(pids: set[int], *, started: float) -> float:
@@ -108,10 +125,12 @@ def test_a_second_signal_is_counted_and_cannot_interrupt_the_cleanup():
 def test_serve_stops_everything_on_two_sigterms_in_quick_succession(tmp_path, llama_server):
     env, urls = _engine_env(tmp_path)
     process = subprocess.Popen([sys.executable, "-m", "engines.local", "serve"], cwd=ROOT, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                start_new_session=True)
     try:
         _wait_until_serving(process, urls)
+        # Past start-up: the servers are up and the default model is loaded.
+        _wait_for_line(process, "loaded at start:")
         tree = {process.pid} | _children_of(process.pid)
         assert _llama_servers(tree) >= 4
         started = time.monotonic()
