@@ -1,27 +1,16 @@
 from django.contrib.auth.models import AbstractBaseUser
-from django.utils import timezone
 
-from courses.models import LessonProgress
-from labs.models import LabRun
-from questions.models import Attempt, ReviewCard
+from courses import selectors as course_selectors
+from labs import selectors as lab_selectors
+from questions import selectors as question_selectors
 
 
 def learner_activity(*, user: AbstractBaseUser) -> dict:
-    """Everything the Me page shows: the learner's own rows only."""
-    completed = (
-        LessonProgress.objects.filter(user=user, completed_at__isnull=False, lesson__retired=False)
-        .select_related("lesson")
-        .order_by("-completed_at")
-    )
-    attempts = (
-        Attempt.objects.filter(user=user)
-        .select_related("question", "question__question_set")
-        .order_by("-created_at")[:20]
-    )
+    """Everything the Me page shows: the learner's own rows only, each read through its app's selectors."""
     return {
-        "completed_lessons": completed,
-        "recent_attempts": attempts,
-        "attempt_count": Attempt.objects.filter(user=user).count(),
-        "reviews_due": ReviewCard.objects.filter(user=user, due__lte=timezone.now()).count(),
-        "lab_runs": LabRun.objects.filter(user=user).select_related("lab", "target").order_by("-created_at")[:20],
+        "completed_lessons": course_selectors.completed_lessons(user=user),
+        "recent_attempts": question_selectors.recent_attempts(user=user, limit=20),
+        "attempt_count": question_selectors.attempt_count(user=user),
+        "reviews_due": question_selectors.reviews_due_count(user=user),
+        "lab_runs": lab_selectors.runs_of(user=user)[:20],
     }

@@ -4,9 +4,15 @@
 # `manage.py runlab`, the same service and Celery queue the web page uses. Prints one table per
 # lab (P50 TTFT and TPOT per step, tokens/s) and the decode speed-of-light efficiency.
 #
-# Needs: an NVIDIA GPU; vLLM importable by $VLLM_PYTHON (default: `python` on PATH), started as
-# `python -m vllm.entrypoints.openai.api_server`; Prefill's .venv (made with `make venv` when
-# missing); redis-server when no Redis answers at REDIS_URL; HF_TOKEN for gated meta-llama models.
+# Needs (checked first; each missing one is named with the command that installs it):
+#   - an NVIDIA GPU and vLLM importable by $VLLM_PYTHON (default: `python` on PATH), started as
+#     `python -m vllm.entrypoints.openai.api_server` (unless ENGINE_URL is set);
+#   - Prefill's .venv, made with `make venv` when missing, which needs Python >= 3.11 with its venv
+#     module and make: on a stock Ubuntu/Debian GPU image
+#     `sudo apt-get install -y make python3-venv` (Ubuntu 22.04's python3 is 3.10:
+#     `sudo apt-get install -y python3.11 python3.11-venv`; the script then uses python3.11);
+#   - redis-server when no Redis answers at REDIS_URL: `sudo apt-get install -y redis-server`;
+#   - HF_TOKEN for gated meta-llama models.
 #
 # Expected runtime: 4-6 minutes on an H100 with the model already in the Hugging Face cache
 # (vLLM start-up 1-3 min, which overlaps Prefill's set-up; the four labs about 1-2 min together);
@@ -26,6 +32,7 @@
 #   VLLM_PYTHON [python]   VLLM_PORT [8000]   VLLM_EXTRA_ARGS [empty]   VLLM_READY_TIMEOUT_S [420]
 #   ENGINE_URL [empty]                        set it to skip starting vLLM and measure that server
 #   REDIS_URL [redis://127.0.0.1:6379/0]      GPU_CHECK_BUDGET_S [570]   KEEP_WORKDIR [0]
+#   PYTHON [python3, else python3.12 or python3.11 when python3 is older than 3.11]  makes .venv
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -43,6 +50,53 @@ ENGINE_URL="${ENGINE_URL:-}"
 BUDGET_S="${GPU_CHECK_BUDGET_S:-570}"
 KEEP_WORKDIR="${KEEP_WORKDIR:-0}"
 PY="$ROOT/.venv/bin/python"
+export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/0}"
+
+# --- Prerequisites, all checked before anything starts ------------------------------------------
+python_ok() { "$1" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; }
+
+redis_answers() {
+  # A raw PING over bash's /dev/tcp: this runs before any Python environment exists.
+  local rest="${REDIS_URL#*://}" host port
+  rest="${rest#*@}"
+  rest="${rest%%/*}"
+  host="${rest%%:*}"
+  port="${rest##*:}"
+  [[ "$port" == "$rest" ]] && port=6379
+  timeout 3 bash -c "exec 3<>/dev/tcp/${host:-127.0.0.1}/$port && printf 'PING\r\n' >&3 && read -r -t 2 line <&3 && [[ \$line == [+-]* ]]" 2>/dev/null
+}
+
+MISSING=()
+if [[ ! -x "$PY" ]]; then
+  if [[ -z "${PYTHON:-}" ]]; then
+    PYTHON=python3
+    if ! python_ok python3; then
+      for candidate in python3.13 python3.12 python3.11; do
+        if command -v "$candidate" >/dev/null 2>&1 && python_ok "$candidate"; then PYTHON="$candidate"; break; fi
+      done
+    fi
+  fi
+  if ! command -v "$PYTHON" >/dev/null 2>&1; then
+    MISSING+=("Python 3.11 or newer ($PYTHON not found): sudo apt-get install -y python3 python3-venv")
+  elif ! python_ok "$PYTHON"; then
+    found="$("$PYTHON" -c 'import platform; print(platform.python_version())' 2>/dev/null || echo unknown)"
+    MISSING+=("Python 3.11 or newer ($PYTHON is $found): sudo apt-get install -y python3.11 python3.11-venv (then this script uses python3.11)")
+  elif ! "$PYTHON" -c 'import venv, ensurepip' 2>/dev/null; then
+    MISSING+=("Python's venv module for $PYTHON: sudo apt-get install -y $(basename "$PYTHON")-venv")
+  fi
+  command -v make >/dev/null 2>&1 || MISSING+=("make (builds .venv): sudo apt-get install -y make")
+fi
+if ! redis_answers && ! command -v redis-server >/dev/null 2>&1; then
+  MISSING+=("redis-server (no Redis answers at REDIS_URL=$REDIS_URL): sudo apt-get install -y redis-server, or set REDIS_URL")
+fi
+if [[ -z "$ENGINE_URL" ]] && ! "$VLLM_PYTHON" -c 'import vllm' 2>/dev/null; then
+  MISSING+=("vLLM importable by '$VLLM_PYTHON': pip install vllm (or set VLLM_PYTHON, or ENGINE_URL to measure a running engine)")
+fi
+if ((${#MISSING[@]})); then
+  echo "gpu_check.sh cannot start; this machine lacks:" >&2
+  printf '  - %s\n' "${MISSING[@]}" >&2
+  exit 2
+fi
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/prefill-gpu-check.XXXXXX")"
 # Everything Prefill writes goes to the temporary directory: an inherited DATABASE_URL or
@@ -50,7 +104,6 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/prefill-gpu-check.XXXXXX")"
 export PREFILL_VAR_DIR="$WORK/var"
 export DATABASE_URL="sqlite:///$WORK/var/prefill.sqlite3"
 export DJANGO_SETTINGS_MODULE=config.settings
-export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/0}"
 # A private cache namespace keeps this run's target lock apart from a site sharing the same Redis.
 export CACHE_KEY_PREFIX="gpu-check-$$"
 export LOCAL_ENGINES=""
@@ -123,8 +176,8 @@ PY
 
 # --- Prefill's environment -------------------------------------------------------------------
 if [[ ! -x "$PY" ]]; then
-  log "no .venv: running make venv"
-  make venv
+  log "no .venv: running make venv PYTHON=$PYTHON"
+  make venv PYTHON="$PYTHON"
 fi
 
 if command -v nvidia-smi >/dev/null 2>&1; then
@@ -137,10 +190,6 @@ fi
 if [[ -z "$ENGINE_URL" ]]; then
   if port_in_use "$VLLM_PORT"; then
     echo "Port $VLLM_PORT is already taken. Stop what listens there, set VLLM_PORT, or set ENGINE_URL to measure it." >&2
-    exit 1
-  fi
-  if ! "$VLLM_PYTHON" -c 'import vllm' 2>/dev/null; then
-    echo "vLLM is not importable by '$VLLM_PYTHON'. Install it (pip install vllm) or set VLLM_PYTHON." >&2
     exit 1
   fi
   ENGINE_URL="http://127.0.0.1:$VLLM_PORT"

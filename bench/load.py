@@ -363,7 +363,7 @@ def expected_engine_s(*, target: Any, content: Content) -> tuple[float, int]:
     from labs.forms import RunForm
     from labs.models import Lab
     from labs.plans import build_steps
-    from labs.services import target_limits
+    from labs.targets import target_limits
 
     lab = Lab.objects.get(slug=RUN_LAB)
     form = RunForm(data=content.run_form, lab=lab)

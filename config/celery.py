@@ -1,4 +1,9 @@
-"""The Celery app: Redis broker, tasks autodiscovered from installed apps (workers/tasks.py)."""
+"""The Celery app: Redis broker, tasks autodiscovered from each installed app's tasks.py.
+
+labs/tasks.py (runs, the reaper, probes), questions/tasks.py (the LLM judge) and core/tasks.py
+(the health-check ping). Their registered names keep the "workers.tasks." prefix of the module
+they came from, so queued messages and the beat schedule still find them.
+"""
 
 import os
 

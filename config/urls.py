@@ -3,9 +3,10 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from core import views as core_views
+from courses import views as course_views
 
 urlpatterns = [
-    path("", core_views.home, name="home"),
+    path("", course_views.home, name="home"),
     path("healthz", core_views.healthz, name="healthz"),
     path("favicon.ico", core_views.favicon, name="favicon"),
     path("glossary/", core_views.glossary, name="glossary"),

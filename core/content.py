@@ -3,6 +3,7 @@
 import hashlib
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -106,3 +107,68 @@ def save_changed(instance, **fields) -> bool:
     if changed:
         instance.save(update_fields=changed)
     return bool(changed)
+
+
+# --- The content pipeline across apps ---------------------------------------------------------
+# core knows no feature app: each app that loads content files registers how (in its
+# AppConfig.ready), says what it provides (slugs, a lesson's anchors) and what it points at,
+# and core checks the links between them.
+
+
+@dataclass(frozen=True)
+class ContentReference:
+    """One link from a content file to another piece of content, e.g. a lesson's practice question."""
+
+    where: str
+    kind: str  # "lesson", "question" or "lab"
+    slug: str
+    anchor: str = ""
+
+
+@dataclass
+class ContentSyncPart:
+    report: SyncReport
+    provides: dict[str, set[str]] = field(default_factory=dict)
+    anchors: dict[str, set[str]] = field(default_factory=dict)
+    references: list[ContentReference] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ContentSource:
+    name: str  # the key of settings.CONTENT_DIRS
+    order: int  # lower syncs first: content that others point at comes before them
+    sync: Callable[..., ContentSyncPart]
+
+
+_SOURCES: dict[str, ContentSource] = {}
+
+
+def register_content_source(*, name: str, order: int, sync: Callable[..., ContentSyncPart]) -> None:
+    _SOURCES[name] = ContentSource(name=name, order=order, sync=sync)
+
+
+def content_sources() -> list[ContentSource]:
+    return sorted(_SOURCES.values(), key=lambda source: (source.order, source.name))
+
+
+def lesson_reference(*, where: str, ref: str) -> ContentReference:
+    """A `slug#anchor` (or bare slug) lesson reference."""
+    slug, _, anchor = ref.partition("#")
+    return ContentReference(where=where, kind="lesson", slug=slug, anchor=anchor)
+
+
+def dangling_references(parts: list[ContentSyncPart]) -> list[str]:
+    provided: dict[str, set[str]] = {}
+    anchors: dict[str, set[str]] = {}
+    for part in parts:
+        for kind, slugs in part.provides.items():
+            provided.setdefault(kind, set()).update(slugs)
+        anchors.update(part.anchors)
+    problems: list[str] = []
+    for part in parts:
+        for ref in part.references:
+            if ref.slug not in provided.get(ref.kind, set()):
+                problems.append(f"{ref.where}: {ref.kind} '{ref.slug}' does not exist")
+            elif ref.anchor and ref.anchor not in anchors.get(ref.slug, set()):
+                problems.append(f"{ref.where}: {ref.kind} '{ref.slug}' has no heading with anchor '#{ref.anchor}'")
+    return problems

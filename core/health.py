@@ -1,11 +1,15 @@
 """Health checks for /healthz: each probe reports ok/error with a short reason and its latency."""
 
 import time
+import uuid
 from dataclasses import dataclass
 
 import redis
 from django.conf import settings
+from django.core.cache import cache
 from django.db import connection
+
+from core.tasks import PING_KEY, ping
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,13 +73,7 @@ def _one_line(error: BaseException) -> str:
 
 
 def check_worker(*, wait_s: float = 3.0) -> ProbeResult:
-    """Round trip through the broker: enqueue workers.tasks.ping and wait for a worker to run it."""
-    import uuid
-
-    from django.core.cache import cache
-
-    from workers.tasks import PING_KEY, ping
-
+    """Round trip through the broker: enqueue core.tasks.ping and wait for a worker to run it."""
     started = time.perf_counter()
     token = uuid.uuid4().hex
     try:

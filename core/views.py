@@ -6,13 +6,6 @@ from django.views.decorators.http import require_GET
 
 from core.glossary import METRICS
 from core.health import health_report
-from courses import selectors as course_selectors
-
-
-@require_GET
-def home(request: HttpRequest) -> HttpResponse:
-    context = course_selectors.home_context(user=request.user)
-    return render(request, "core/home.html", context)
 
 
 @never_cache

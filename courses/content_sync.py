@@ -9,6 +9,8 @@ from django.db import transaction
 from core.content import (
     SLUG_RE,
     ContentError,
+    ContentReference,
+    ContentSyncPart,
     SyncReport,
     content_hash,
     line_of,
@@ -200,3 +202,26 @@ def sync_courses(*, content_dir: Path) -> CourseSyncResult:
         report.retired.append(lesson.slug)
     Module.objects.filter(retired=False).exclude(pk__in=live_modules).update(retired=True)
     return CourseSyncResult(report=report, anchors=anchors, links=links, lesson_files=rendered_ok)
+
+
+def sync_course_content(*, content_dir: Path) -> ContentSyncPart:
+    """The course for core's content pipeline: the lessons and their anchors, and what they link to."""
+    result = sync_courses(content_dir=content_dir)
+    references: list[ContentReference] = []
+    for slug, lesson_file in result.lesson_files.items():
+        for link in result.links[slug]:
+            if link.kind in ("lesson", "question", "lab"):
+                where = f"{lesson_file.path}:{link.line}"
+                references.append(
+                    ContentReference(where=where, kind=link.kind, slug=link.slug, anchor=link.anchor or "")
+                )
+        references += [
+            ContentReference(where=f"{lesson_file.path} (practice)", kind="question", slug=question)
+            for question in lesson_file.practice
+        ]
+        references += [
+            ContentReference(where=f"{lesson_file.path} (labs)", kind="lab", slug=lab) for lab in lesson_file.labs
+        ]
+    return ContentSyncPart(
+        report=result.report, provides={"lesson": set(result.anchors)}, anchors=result.anchors, references=references
+    )

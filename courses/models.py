@@ -2,10 +2,7 @@ from django.conf import settings
 from django.db import models
 from django.urls import reverse
 
-
-class ContentQuerySet(models.QuerySet):
-    def live(self):
-        return self.filter(retired=False)
+from core.models import ContentQuerySet
 
 
 class Course(models.Model):

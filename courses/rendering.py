@@ -21,8 +21,6 @@ from markdown.inlinepatterns import InlineProcessor
 from markdown.preprocessors import Preprocessor
 from markdown.treeprocessors import Treeprocessor
 
-RENDERER_VERSION = "5"
-
 _FIGURE_LINE = re.compile(r"^!figure\[(?P<alt>[^\]]*)\]\((?P<spec>[^)]*)\)\s*$")
 _CALCULATOR_LINE = re.compile(r"^!calculator\((?P<spec>[^)]*)\)\s*$")
 _INTERNAL_LINK = re.compile(r"^(?P<kind>lesson|question|lab):(?P<slug>[a-z0-9-]+)(?:#(?P<anchor>[\w-]+))?$")

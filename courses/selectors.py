@@ -1,15 +1,16 @@
 """Read-side queries for courses: course outline with progress, rendered lesson HTML (cached)."""
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.cache import cache
 from django.db.models import Count, Q
 
+from core.versions import rendering_version
 from courses.models import Course, Lesson, LessonProgress, Module
-from courses.rendering import RENDERER_VERSION, render_lesson_body
-from labs.models import Lab
-from questions.models import Question
+from courses.rendering import render_lesson_body
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,15 @@ def course_outline(*, user: AbstractBaseUser | AnonymousUser) -> dict:
     return {"course": course, "modules": modules, "course_progress": course_progress}
 
 
+def completed_lessons(*, user: AbstractBaseUser):
+    """The learner's finished lessons, most recent first."""
+    return (
+        LessonProgress.objects.filter(user=user, completed_at__isnull=False, lesson__retired=False)
+        .select_related("lesson")
+        .order_by("-completed_at")
+    )
+
+
 def home_context(*, user: AbstractBaseUser | AnonymousUser) -> dict:
     context = course_outline(user=user)
     context["continue_lesson"] = continue_lesson(user=user)
@@ -109,14 +119,53 @@ def course_progress(*, user: AbstractBaseUser, course: Course) -> Progress:
     return _progress(user=user, lessons=Lesson.objects.live().filter(module__course=course))
 
 
-# Rendered lessons are immutable for a given content hash, so each process keeps them in memory
-# after the first render and only falls back to the shared cache (then to rendering) on a miss.
-_LOCAL_RENDER_CACHE: dict[str, dict] = {}
-_LOCAL_RENDER_CACHE_MAX = 64
+class LocalRenderCache:
+    """A small least-recently-used map shared by the threads of one process (gunicorn --threads).
+
+    Every read and write holds the lock: evicting from a plain dict while another thread
+    evicts the same key raised KeyError.
+    """
+
+    def __init__(self, *, max_items: int) -> None:
+        self.max_items = max_items
+        self._items: OrderedDict[str, dict] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> dict | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: str, value: dict) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.max_items:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+
+# Rendered lessons are immutable for a given content hash and code version, so each process
+# keeps them in memory after the first render and only falls back to the shared cache (then to
+# rendering) on a miss.
+_LOCAL_RENDER_CACHE = LocalRenderCache(max_items=64)
+
+
+def lesson_cache_key(*, lesson: Lesson) -> str:
+    return f"lesson-html:{rendering_version()}:{lesson.content_hash}"
 
 
 def rendered_lesson(*, lesson: Lesson) -> dict:
-    key = f"lesson-html:{RENDERER_VERSION}:{lesson.content_hash}"
+    key = lesson_cache_key(lesson=lesson)
     rendered = _LOCAL_RENDER_CACHE.get(key)
     if rendered is None:
         rendered = cache.get(key)
@@ -124,27 +173,8 @@ def rendered_lesson(*, lesson: Lesson) -> dict:
             result = render_lesson_body(body=lesson.body)
             rendered = {"html": result.html, "toc": result.toc}
             cache.set(key, rendered, timeout=None)
-        if len(_LOCAL_RENDER_CACHE) >= _LOCAL_RENDER_CACHE_MAX:
-            _LOCAL_RENDER_CACHE.pop(next(iter(_LOCAL_RENDER_CACHE)))
-        _LOCAL_RENDER_CACHE[key] = rendered
+        _LOCAL_RENDER_CACHE.put(key, rendered)
     return rendered
-
-
-def lesson_progress_for(*, user: AbstractBaseUser | AnonymousUser, lesson: Lesson) -> LessonProgress | None:
-    if not user.is_authenticated:
-        return None
-    return LessonProgress.objects.filter(user=user, lesson=lesson).first()
-
-
-def linked_questions(*, slugs: list[str]) -> list[Question]:
-    """The lesson's practice questions in the order the lesson lists them."""
-    found = {q.slug: q for q in Question.objects.live().filter(slug__in=slugs).only("slug", "prompt", "difficulty")}
-    return [found[slug] for slug in slugs if slug in found]
-
-
-def linked_labs(*, slugs: list[str]) -> list[Lab]:
-    found = {lab.slug: lab for lab in Lab.objects.live().filter(slug__in=slugs).only("slug", "title", "objective")}
-    return [found[slug] for slug in slugs if slug in found]
 
 
 def lesson_ref_link(*, ref: str) -> tuple[str, str] | None:

@@ -8,6 +8,13 @@ from django_htmx.http import HttpResponseClientRefresh
 
 from courses import selectors, services
 from courses.models import Course, Lesson
+from labs import selectors as lab_selectors
+from questions import selectors as question_selectors
+
+
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    return render(request, "core/home.html", selectors.home_context(user=request.user))
 
 
 @require_GET
@@ -53,8 +60,8 @@ def _render_lesson(request: HttpRequest, lesson_slug: str) -> HttpResponse:
         "progress": progress,
         "previous": previous,
         "next": following,
-        "practice_questions": selectors.linked_questions(slugs=lesson.practice),
-        "try_labs": selectors.linked_labs(slugs=lesson.labs),
+        "practice_questions": question_selectors.questions_by_slug(slugs=lesson.practice),
+        "try_labs": lab_selectors.labs_by_slug(slugs=lesson.labs),
         **_progress_context(request, lesson),
     }
     return render(request, "courses/lesson.html", context)

@@ -40,7 +40,14 @@ from courses.figures.style import (
     style_axes,
     to_svg,
 )
-from courses.inference.units import format_seconds, significant
+from courses.inference.units import (
+    MISSING,
+    format_seconds,
+    percent_or_missing,
+    rate_or_missing,
+    seconds_or_missing,
+    significant,
+)
 
 # find_knee: the knee is the last concurrency before a doubling buys less than 25 % more
 # aggregate tokens/s (perfect batching buys 100 %), provided per-request TPOT has by then grown
@@ -916,7 +923,7 @@ def _compare_metric(
             return (
                 "goodput (% within SLO)",
                 lambda s: (goodput_fraction(summary=s) or 0.0) * 100,
-                lambda v: f"{v:.0f} %" if v is not None else "n/a",
+                lambda v: f"{v:.0f} %" if v is not None else MISSING,
             )
         return "P95 TTFT", lambda s: stat(summary=s, metric="ttft_s", key="p95"), _seconds_text
     return "P50 TTFT", lambda s: stat(summary=s, metric="ttft_s"), _seconds_text
@@ -1132,15 +1139,15 @@ def _seconds_tick(value: float, _position: float) -> str:
 
 
 def _seconds_text(value: float | None) -> str:
-    return format_seconds(value=value) if value is not None else "n/a"
+    return seconds_or_missing(value)
 
 
 def _rate_text(value: float | None) -> str:
-    return f"{significant(value=value)} tok/s" if value else "n/a"
+    return rate_or_missing(value, unit="tok/s")
 
 
 def _percent(value: float | None) -> str:
-    return f"{value:.0%}" if value is not None else "n/a"
+    return percent_or_missing(value)
 
 
 def _seconds_list(values: Sequence[float | None]) -> str:

@@ -14,7 +14,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from courses.inference.units import format_seconds, significant
+from courses.inference.units import (
+    number_or_missing,
+    rate_or_missing,
+    seconds_or_missing,
+    significant,
+)
 from labs.charts import (
     KNEE_GAIN_PER_DOUBLING,
     KNEE_TPOT_GROWTH,
@@ -72,6 +77,10 @@ QUANT_TOLERANCE = 0.05
 # P99 needs about 100 samples before it is more than the worst one or two requests.
 P99_MIN_SAMPLES = 100
 
+# Prompt tokens an engine may serve from its prefix cache, beyond a chat template's fixed
+# opening, before a lab that is not about caching says its TTFT is not all prefill: 1 %.
+PREFIX_HITS_THREAT = 0.01
+
 
 @dataclass(frozen=True, slots=True)
 class Finding:
@@ -83,11 +92,19 @@ class Finding:
     detail: str
 
 
-def evaluate(*, lab_slug: str, summary: Mapping[str, Any], bound: Mapping[str, Any] | None = None) -> list[Finding]:
+def evaluate(
+    *,
+    lab_slug: str,
+    summary: Mapping[str, Any],
+    bound: Mapping[str, Any] | None = None,
+    measures_prefix_cache: bool = False,
+) -> list[Finding]:
     """The lab's own checks first, then the checks that apply to any run.
 
     ``bound`` is the decode speed-of-light of the target, ``{"decode_tokens_per_s": x,
     "label": "..."}``, or None when the target's hardware or model size is unknown.
+    ``measures_prefix_cache`` (the lab's plan says ``prompt_cache = true``): cache hits are the
+    effect under study; for every other lab they are a threat to what TTFT means.
     """
     param, steps = sweep_steps(summary=summary)
     overall = summary.get("overall") or (steps[0].summary if len(steps) == 1 else {})
@@ -111,7 +128,64 @@ def evaluate(*, lab_slug: str, summary: Mapping[str, Any], bound: Mapping[str, A
         if check is not None:
             findings.extend(check(steps=steps, overall=overall, bound=bound))
     findings.extend(_generic(param=param, steps=steps, overall=overall))
+    findings.extend(_prefix_cache_hits(steps=steps, overall=overall, expected=measures_prefix_cache))
     return findings
+
+
+def _prefix_cache_hits(*, steps: list[StepView], overall: Mapping[str, Any], expected: bool) -> list[Finding]:
+    """What the engine said about its prefix cache, read against what the lab measures."""
+    cache = overall.get("prefix_cache")
+    if not cache or not cache.get("prompt_tokens"):
+        return []
+    per_step = "; ".join(
+        f"{s.key}: {s.summary['prefix_cache']['hit_rate']:.0%}" for s in steps if s.summary.get("prefix_cache")
+    )
+    template = cache.get("template_tokens") or 0
+    said = (
+        f"The engine reported {cache['cached_tokens']:,} of {cache['prompt_tokens']:,} prompt tokens "
+        f"({cache['hit_rate']:.0%}) served from its prefix cache ({cache['source']})"
+        + (f"; per step: {per_step}" if len(steps) > 1 and per_step else "")
+        + (f"; up to {template:,} may be the chat template's opening, shared by every request" if template else "")
+        + "."
+    )
+    if expected:
+        return [
+            Finding(
+                id="prefix-cache-hit-rate",
+                ok=cache["cached_tokens"] > 0,
+                title=f"{cache['hit_rate']:.0%} of prompt tokens came from the prefix cache",
+                detail=said
+                + (
+                    " Only requests that share the prefix can hit, and only after the first of them has "
+                    "computed it; the step without a shared prefix should show none."
+                    if cache["cached_tokens"]
+                    else " No hits at all: the engine's prefix cache is off, or each request landed where "
+                    "the prefix was not cached (llama.cpp caches per slot)."
+                ),
+            )
+        ]
+    rate = cache.get("beyond_template_rate", cache["hit_rate"])
+    if rate <= PREFIX_HITS_THREAT:
+        return [
+            Finding(
+                id="prefix-cache-hits",
+                ok=True,
+                title="Every TTFT here is a full prefill: no prompt came from a cache",
+                detail=said + " Every prompt of this run opened with the run's own nonce, so no cached work "
+                "from another run (or another learner) could shorten its prefill.",
+            )
+        ]
+    return [
+        Finding(
+            id="prefix-cache-hits",
+            ok=False,
+            title=f"{rate:.0%} of prompt tokens came from the engine's prefix cache, so TTFT is not all prefill",
+            detail=said + " Cached tokens skip prefill, so this run's TTFT understates prefill and the "
+            "conclusions above that rest on TTFT do too. This run's prompts opened with its own nonce, so "
+            "the hits come from inside the run (repeated prompts) or from an engine that matches more "
+            "than exact prefixes. Run it again: a new run draws a new nonce.",
+        )
+    ]
 
 
 # --- lab checks -----------------------------------------------------------------------------
@@ -926,11 +1000,11 @@ def _count(summary: Mapping[str, Any], name: str) -> int:
 
 
 def _s(value: float | None) -> str:
-    return format_seconds(value=value) if value is not None else "n/a"
+    return seconds_or_missing(value)
 
 
 def _t(value: float | None) -> str:
-    return f"{significant(value=value)} tokens/s" if value else "n/a"
+    return rate_or_missing(value, unit="tokens/s")
 
 
 def _r(value: float) -> str:
@@ -938,6 +1012,4 @@ def _r(value: float) -> str:
 
 
 def _n(value: float | None) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:,.0f}" if float(value).is_integer() else significant(value=value)
+    return number_or_missing(value)

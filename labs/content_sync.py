@@ -4,7 +4,19 @@ from pathlib import Path
 
 from django.db import transaction
 
-from core.content import SLUG_RE, ContentError, SyncReport, content_hash, line_of, read_toml, require, save_changed
+from core.content import (
+    SLUG_RE,
+    ContentError,
+    ContentReference,
+    ContentSyncPart,
+    SyncReport,
+    content_hash,
+    lesson_reference,
+    line_of,
+    read_toml,
+    require,
+    save_changed,
+)
 from labs.models import Lab
 
 PARAM_KINDS = {"int", "float", "int_list", "choice"}
@@ -105,3 +117,15 @@ def sync_labs(*, content_dir: Path) -> tuple[SyncReport, dict[str, dict]]:
         lab.save(update_fields=["retired"])
         report.retired.append(lab.slug)
     return report, parsed
+
+
+def sync_lab_content(*, content_dir: Path) -> ContentSyncPart:
+    """The labs for core's content pipeline: their slugs, and the lessons and questions they point at."""
+    report, labs = sync_labs(content_dir=content_dir)
+    references: list[ContentReference] = []
+    for slug, lab in labs.items():
+        where = f"labs/content/{slug}.toml"
+        if lab.get("lesson"):
+            references.append(lesson_reference(where=where, ref=lab["lesson"]))
+        references += [ContentReference(where=where, kind="question", slug=q) for q in lab.get("questions", [])]
+    return ContentSyncPart(report=report, provides={"lab": set(labs)}, references=references)

@@ -27,9 +27,10 @@ from django.utils import timezone
 
 from labs.models import InferenceTarget, LabRun, RunRequest
 from labs.plans import PlanError, Step, build_steps
-from labs.services import target_limits
-from workers.measure import Capabilities, RequestRecord, TargetSpec, measure
-from workers.measure.metrics import summarize
+from labs.selectors import charts_for
+from labs.targets import target_limits
+from workers.measure import Capabilities, RequestRecord, TargetSpec, fresh_seed, measure
+from workers.measure.metrics import combine_prefix_cache, prefix_cache_from_server_metrics, summarize
 
 logger = logging.getLogger(__name__)
 
@@ -211,12 +212,20 @@ def execute_run(*, run_id: int) -> str:
 
 
 def _measure_steps(run: LabRun) -> str:
+    # A fresh seed on every attempt (a re-queued run too): the prompts open with a nonce no
+    # earlier run sent, so an engine's prefix cache cannot serve this run's prefill.
+    run.workload_seed = fresh_seed()
+    _patiently(
+        lambda: LabRun.objects.filter(pk=run.pk).update(workload_seed=run.workload_seed),
+        what=f"recording the workload seed of run {run.pk}",
+    )
     try:
         steps = build_steps(
             plan=run.lab.spec.get("plan", {}),
             params=run.params,
             models=run.target.model_names,
             limits=target_limits(run.target),
+            seed=run.workload_seed,
         )
     except PlanError as error:
         _finish(run, status=LabRun.Status.FAILED, error=f"The parameters no longer fit this engine: {error}")
@@ -314,6 +323,11 @@ def _measure_steps(run: LabRun) -> str:
                 "target": {k: v for k, v in result.target.items() if k != "base_url"},
                 "engine": result.engine,
                 "steps": [{"key": s.key, "spec": s.spec.to_dict(), "model": s.model} for s in steps],
+                "workload": {
+                    "seed": run.workload_seed,
+                    "nonce": result.workload.get("nonce"),
+                    "prompt_cache": step.spec.prompt_cache,
+                },
             }
         if result.server_metrics:
             run.result_meta.setdefault("server_metrics", {})[step.key] = result.server_metrics
@@ -356,8 +370,6 @@ def _measure_steps(run: LabRun) -> str:
 
 def _predraw_charts(*, run: LabRun, finished_at: datetime) -> None:
     """Draw and cache the results charts under the key the finished run will have."""
-    from labs.selectors import charts_for
-
     run.finished_at = finished_at
     try:
         charts_for(run=run)
@@ -420,9 +432,17 @@ def finalise_summary(*, run: LabRun, step_summaries: list[dict] | None = None) -
                     "summary": summarize(step_records, window_start_s=None),
                 }
             )
+    server_metrics = (run.result_meta or {}).get("server_metrics") or {}
+    for step in step_summaries:
+        # After a crash the steps are summarised from stored requests, which carry only what the
+        # engine said per request; the /metrics counters of each finished step fill the gap.
+        if step["summary"].get("prefix_cache") is None:
+            step["summary"]["prefix_cache"] = prefix_cache_from_server_metrics(server_metrics.get(step["key"]))
     plan = run.lab.spec.get("plan", {})
+    overall = summarize(_on_one_clock(records, step_keys=step_keys), window_start_s=None)
+    overall["prefix_cache"] = combine_prefix_cache(step["summary"].get("prefix_cache") for step in step_summaries)
     summary = {
-        "overall": summarize(_on_one_clock(records, step_keys=step_keys), window_start_s=None),
+        "overall": overall,
         "sweep_param": plan.get("sweep"),
         "steps": step_summaries,
     }

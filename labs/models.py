@@ -1,7 +1,7 @@
 from django.db import models
 from django.urls import reverse
 
-from courses.models import ContentQuerySet
+from core.models import ContentQuerySet
 
 
 class Lab(models.Model):
@@ -136,6 +136,12 @@ class LabRun(models.Model):
     progress = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     summary = models.JSONField(null=True, blank=True)
+    workload_seed = models.PositiveBigIntegerField(
+        null=True,
+        blank=True,
+        help_text="Drawn fresh each time the run is measured: its prompts open with a nonce from it, so no "
+        "engine cache carries another run's prefill into this one",
+    )
     result_meta = models.JSONField(
         default=dict, blank=True, help_text="Schema version, spec, target (public), server metrics"
     )

@@ -6,6 +6,8 @@ Parameter names with a meaning here: prompt_tokens, max_tokens, concurrency, rep
 per step), shared_prefix_tokens, shared_prefix (0/1 steps), rate_rpm (open-loop arrivals per
 minute), slo_ttft_ms, slo_tpot_ms, model, output_length ("forced" keeps the plan's ignore_eos,
 "model stops" lets a real model end at its end-of-sequence token, the seed experiment's confound).
+A plan's `prompt_cache = true` marks a lab that measures prefix caching: llama.cpp may then
+reuse a cached prompt prefix, and cache hits are the effect, not a threat to the conclusion.
 """
 
 from dataclasses import dataclass
@@ -52,8 +54,15 @@ def _step_values(*, plan: dict, params: dict[str, Any], models: list[str]) -> tu
     return sweep, values
 
 
-def build_steps(*, plan: dict, params: dict[str, Any], models: list[str], limits: dict[str, int]) -> list[Step]:
-    """One Step per swept value. `limits` are the target's caps (max_requests_per_run, ...)."""
+def build_steps(
+    *, plan: dict, params: dict[str, Any], models: list[str], limits: dict[str, int], seed: int = 0
+) -> list[Step]:
+    """One Step per swept value. `limits` are the target's caps (max_requests_per_run, ...).
+
+    ``seed`` is the run's workload seed: drawn fresh for every run (see LabRun.workload_seed),
+    so its prompts open with a nonce no other run's have and no engine cache carries one run's
+    prefill into another's. Each step gets its own (seed + step index).
+    """
     if not models:
         raise PlanError("this target serves no model; staff must add one before it can run labs")
     # A lab may prefer models the target serves (e.g. a model bigger than the CPU's cache for the
@@ -96,7 +105,9 @@ def build_steps(*, plan: dict, params: dict[str, Any], models: list[str], limits
                 # so no step's first request pays for loading weights.
                 warmup=int(plan.get("warmup", 1)) if index == 0 or sweep == "model" else 0,
                 ignore_eos=bool(plan.get("ignore_eos", True)) and merged.get("output_length") != UNFORCED,
-                seed=int(merged.get("seed", 0)) + index,
+                seed=seed + index,
+                # Only a lab about caching lets llama.cpp reuse a cached prompt prefix.
+                prompt_cache=bool(plan.get("prompt_cache", False)),
                 shared_prefix_tokens=shared_prefix,
                 slo=slo,
                 max_duration_s=float(limits.get("max_run_seconds", 600)),

@@ -6,17 +6,28 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 from django.db.models import Count, Q
 
-from courses.rendering import RENDERER_VERSION, render_lesson_body
+from core.versions import rendering_version
+from courses.rendering import render_lesson_body
 from labs.models import InferenceTarget, Lab, LabRun, RunRequest
 
 
 def rendered_guide(*, lab: Lab) -> str:
-    key = f"lab-guide:{RENDERER_VERSION}:{lab.content_hash}"
+    key = f"lab-guide:{rendering_version()}:{lab.content_hash}"
     html = cache.get(key)
     if html is None:
         html = render_lesson_body(body=lab.spec.get("guide", "")).html
         cache.set(key, html, timeout=None)
     return html
+
+
+def labs_by_slug(*, slugs: list[str]) -> list[Lab]:
+    """Live labs in the order given (a lesson's "try it" list); unknown slugs are skipped."""
+    found = {lab.slug: lab for lab in Lab.objects.live().filter(slug__in=slugs).only("slug", "title", "objective")}
+    return [found[slug] for slug in slugs if slug in found]
+
+
+def lab_for_slug(*, slug: str) -> Lab | None:
+    return Lab.objects.live().filter(slug=slug).first()
 
 
 def runs_of(*, user: AbstractBaseUser, lab: Lab | None = None):
@@ -60,15 +71,16 @@ def cost_per_million_output_tokens(*, run: LabRun) -> float | None:
     return float(price) / 3600 / throughput * 1_000_000
 
 
-# Bumped whenever the charts change look, so cached charts of finished runs are drawn anew.
-CHARTS_KEY_PREFIX = "run-charts:v2"
+def charts_cache_key(*, run: LabRun) -> str:
+    """Charts change with the run (its finish time) and with the code that draws them (core.versions)."""
+    return f"run-charts:{rendering_version()}:{run.pk}:{run.finished_at.timestamp() if run.finished_at else 'live'}"
 
 
 def charts_for(*, run: LabRun) -> dict[str, str]:
     """SVG charts of a finished run, cached: a finished run never changes."""
     from labs import charts
 
-    key = f"{CHARTS_KEY_PREFIX}:{run.pk}:{run.finished_at.timestamp() if run.finished_at else 'live'}"
+    key = charts_cache_key(run=run)
     cached = cache.get(key) if run.finished_at else None
     if cached is not None:
         return cached
@@ -89,7 +101,12 @@ def findings_for(*, run: LabRun) -> list:
 
     if not run.summary:
         return []
-    return evaluate(lab_slug=run.lab.slug, summary=run.summary, bound=decode_bound(run=run))
+    return evaluate(
+        lab_slug=run.lab.slug,
+        summary=run.summary,
+        bound=decode_bound(run=run),
+        measures_prefix_cache=bool(run.lab.spec.get("plan", {}).get("prompt_cache")),
+    )
 
 
 CSV_COLUMNS = [

@@ -3,6 +3,7 @@
 import logging
 from datetime import timedelta
 
+from celery import current_app
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
@@ -11,18 +12,16 @@ from django.db import transaction
 from django.db.models import Avg, F, Q
 from django.utils import timezone
 
+from labs.execution import finalise_summary, release_dead_lock
 from labs.models import InferenceTarget, Lab, LabRun
 from labs.plans import PlanError, build_steps, planned_requests
+from labs.targets import target_limits
 
 logger = logging.getLogger(__name__)
 
-
-def target_limits(target: InferenceTarget) -> dict[str, int]:
-    return {
-        "max_requests_per_run": target.max_requests_per_run,
-        "max_run_seconds": target.max_run_seconds,
-        "max_concurrency": target.max_concurrency,
-    }
+# Registered by labs.tasks.run_lab; sent by name so that this module need not import the tasks
+# that call it (the name is the one queued messages carry, see labs/tasks.py).
+RUN_LAB_TASK = "workers.tasks.run_lab"
 
 
 def check_quota(*, user: AbstractBaseUser, target: InferenceTarget) -> None:
@@ -72,11 +71,9 @@ def submit_run(*, user: AbstractBaseUser, lab: Lab, target: InferenceTarget, par
 
 def dispatch_run(*, run_id: int) -> None:
     """Send the run's task to its target's own queue (one worker, concurrency 1, per queue)."""
-    from workers.tasks import run_lab
-
     run = LabRun.objects.select_related("target").get(pk=run_id)
     try:
-        run_lab.apply_async(kwargs={"run_id": run.pk}, queue=run.target.queue_name)
+        current_app.send_task(RUN_LAB_TASK, kwargs={"run_id": run.pk}, queue=run.target.queue_name)
     except Exception as error:
         logger.warning("could not dispatch run %s: %s", run.pk, error)
         return
@@ -143,8 +140,6 @@ def reap_stale_runs() -> dict[str, list[int]]:
             run = LabRun.objects.select_for_update().get(pk=run.pk)
             if run.status != LabRun.Status.RUNNING:
                 continue
-            from labs.execution import release_dead_lock
-
             release_dead_lock(target=run.target, run_id=run.pk)
             stored = run.requests.count()
             if stored == 0 and run.requeue_count == 0 and not run.cancel_requested:
@@ -165,8 +160,6 @@ def reap_stale_runs() -> dict[str, list[int]]:
                     f"request{'s' if measured != 1 else ''} are kept below."
                 )
                 run.save(update_fields=["status", "finished_at", "error"])
-                from labs.execution import finalise_summary
-
                 finalise_summary(run=run)
                 outcome["failed"].append(run.pk)
 

@@ -1,13 +1,16 @@
-"""Inference targets: registering, probing, and the hardware spec behind speed-of-light bounds."""
+"""Inference targets: registering, probing, their limits, and the hardware spec behind speed-of-light bounds."""
 
 import asyncio
+import re
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator
 from django.utils import timezone
 from django.utils.text import slugify
 
-from courses.inference.specs import UnknownSlugError, get_gpu, gpu_slugs
+from courses.inference.math import model_weight_bytes
+from courses.inference.specs import UnknownSlugError, get_gpu, get_model, gpu_slugs, model_slugs
 from labs.models import InferenceTarget
 from workers.measure import probe
 
@@ -19,6 +22,15 @@ API_FOR_KIND = {
 }
 
 
+def target_limits(target: InferenceTarget) -> dict[str, int]:
+    """What one run on this target may ask for; the plan of a run is built within these."""
+    return {
+        "max_requests_per_run": target.max_requests_per_run,
+        "max_run_seconds": target.max_run_seconds,
+        "max_concurrency": target.max_concurrency,
+    }
+
+
 @dataclass(frozen=True)
 class Hardware:
     name: str
@@ -26,6 +38,27 @@ class Hardware:
     memory_bandwidth_bytes_s: float | None
     peak_flops: float | None
     memory_bytes: float | None
+
+
+class EngineURLValidator(URLValidator):
+    """Django's URL check, also accepting host names without a dot: engines are reached by compose
+    service name (`http://vllm:8000`) or a LAN host name (`http://gpu-box:8000`), which Django's
+    own validator refuses for want of a top-level domain."""
+
+    host_re = "(" + URLValidator.hostname_re + URLValidator.domain_re + "(?:" + URLValidator.tld_re + ")?|localhost)"
+    regex = re.compile(
+        r"^(?:[a-z0-9.+-]*)://"
+        r"(?:[^\s:@/]+(?::[^\s:@/]*)?@)?"
+        r"(?:" + URLValidator.ipv4_re + "|" + URLValidator.ipv6_re + "|" + host_re + ")"
+        r"(?::[0-9]{1,5})?"
+        r"(?:[/?#][^\s]*)?"
+        r"\Z",
+        re.IGNORECASE,
+    )
+    schemes = ["http", "https"]
+
+
+validate_engine_url = EngineURLValidator()
 
 
 def hardware_from_catalogue(*, slug: str) -> Hardware:
@@ -44,9 +77,6 @@ def hardware_from_catalogue(*, slug: str) -> Hardware:
 
 def weight_bytes_from_catalogue(*, spec: str) -> float:
     """'llama-3.2-1b:bf16' -> the bytes a decode step reads for that model at that precision."""
-    from courses.inference.math import model_weight_bytes
-    from courses.inference.specs import get_model, model_slugs
-
     slug, _, precision = spec.partition(":")
     try:
         model = get_model(slug=slug)
@@ -108,7 +138,11 @@ def upsert_target(
         target = InferenceTarget(name=name, slug=_unique_slug(name))
     for key, value in fields.items():
         setattr(target, key, value)
-    target.full_clean()
+    try:
+        validate_engine_url(base_url)
+    except ValidationError:
+        raise ValidationError(f"Base URL '{base_url}' is not an http:// or https:// address.") from None
+    target.full_clean(exclude=["base_url"])
     target.save()
     return target
 
@@ -137,6 +171,7 @@ def probe_and_record(*, target_id: int) -> InferenceTarget:
             "tokenize": result.tokenize,
             "fresh_connection_per_stream": result.engine == "llamacpp",
             "metrics": result.metrics,
+            "cache_prompt": result.engine == "llamacpp",
         }
         target.engine_version = (result.engine_version or result.engine or "")[:100]
         if result.models and not target.model_names:

@@ -1,7 +1,7 @@
 from django.contrib import admin
 
 from core.admin import FileSourcedAdmin
-from questions.models import Attempt, ModelAnswerReveal, Question, QuestionSet, ReviewCard
+from questions.models import Attempt, ModelAnswerReveal, Question, QuestionSet, ReviewCard, Rubric
 
 
 @admin.register(QuestionSet)
@@ -14,6 +14,16 @@ class QuestionAdmin(FileSourcedAdmin):
     list_display = ("slug", "question_set", "kind", "difficulty", "rubric_version", "retired")
     list_filter = ("question_set", "kind", "difficulty", "retired")
     search_fields = ("slug", "prompt")
+
+
+@admin.register(Rubric)
+class RubricAdmin(FileSourcedAdmin):
+    """Every rubric version sync_content has stored; immutable, attempts point at them."""
+
+    list_display = ("question", "follow_up", "content_hash", "created_at")
+    list_filter = ("question__question_set",)
+    list_select_related = ("question",)
+    search_fields = ("question__slug", "content_hash")
 
 
 @admin.register(Attempt)
@@ -39,6 +49,7 @@ class AttemptAdmin(admin.ModelAdmin):
         "score",
         "max_score",
         "result",
+        "rubric",
         "rubric_version",
         "judge_status",
         "judge_result",

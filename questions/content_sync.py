@@ -7,9 +7,17 @@ from pathlib import Path
 
 from django.db import transaction
 
-from core.content import ContentError, SyncReport, save_changed
+from core.content import (
+    ContentError,
+    ContentReference,
+    ContentSyncPart,
+    SyncReport,
+    lesson_reference,
+    save_changed,
+)
 from questions.bank import BankError, load_bank
-from questions.models import Question, QuestionSet
+from questions.models import Question, QuestionSet, Rubric
+from questions.rubrics import rubric_hash, rubric_spec
 
 
 @dataclass(frozen=True)
@@ -25,7 +33,8 @@ class QuestionSyncResult:
     references: dict[str, QuestionRef]
 
 
-# Parser bookkeeping that pages never show; the grader reads concepts from the bank itself.
+# Parser bookkeeping that pages never show; what the grader needs is stored per rubric version
+# (questions.models.Rubric).
 _NOT_STORED = {"concepts", "contrasts", "path", "line"}
 
 
@@ -70,13 +79,21 @@ def sync_questions(*, content_dir: Path) -> QuestionSyncResult:
             save_changed(set_row, **set_fields)
         live_sets.add(question_set.slug)
         for order, question in enumerate(question_set.questions, start=1):
+            # Each rubric version is keyed by the hash of what it stores; the question names its
+            # current versions (its own and each follow-up's) by that hash.
+            versions = {"": rubric_spec(question)}
+            versions.update({follow_up.slug: rubric_spec(follow_up) for follow_up in question.follow_ups})
+            hashes = {slug: rubric_hash(spec) for slug, spec in versions.items()}
+            spec = question_spec(question)
+            for item in spec["follow_ups"]:
+                item["rubric_version"] = hashes[item["slug"]]
             fields = {
                 "question_set": set_row,
                 "kind": question.type,
                 "difficulty": question.difficulty,
                 "prompt": question.prompt,
-                "spec": question_spec(question),
-                "rubric_version": question.rubric_version,
+                "spec": spec,
+                "rubric_version": hashes[""],
                 "lesson_ref": question.lesson or "",
                 "lab_slug": question.lab or "",
                 "order": order,
@@ -84,12 +101,17 @@ def sync_questions(*, content_dir: Path) -> QuestionSyncResult:
             }
             row = Question.objects.filter(slug=question.slug).first()
             if row is None:
-                Question.objects.create(slug=question.slug, **fields)
+                row = Question.objects.create(slug=question.slug, **fields)
                 report.created.append(question.slug)
             elif save_changed(row, **fields):
                 report.updated.append(question.slug)
             else:
                 report.unchanged.append(question.slug)
+            for follow_up, rubric in versions.items():
+                # Never updated: a version already stored is exactly this spec (same hash).
+                Rubric.objects.get_or_create(
+                    question=row, content_hash=hashes[follow_up], defaults={"follow_up": follow_up, "spec": rubric}
+                )
             live_questions.add(question.slug)
             references[question.slug] = QuestionRef(
                 path=set_fields["source_path"], lesson=question.lesson or "", lab=question.lab or ""
@@ -102,3 +124,16 @@ def sync_questions(*, content_dir: Path) -> QuestionSyncResult:
         report.retired.append(row.slug)
     QuestionSet.objects.filter(retired=False).exclude(slug__in=live_sets).update(retired=True)
     return QuestionSyncResult(report=report, references=references)
+
+
+def sync_question_content(*, content_dir: Path) -> ContentSyncPart:
+    """The question bank for core's content pipeline: its slugs, and the lessons and labs it points at."""
+    result = sync_questions(content_dir=content_dir)
+    references: list[ContentReference] = []
+    for slug, ref in result.references.items():
+        where = f"{ref.path} question '{slug}'"
+        if ref.lesson:
+            references.append(lesson_reference(where=where, ref=ref.lesson))
+        if ref.lab:
+            references.append(ContentReference(where=where, kind="lab", slug=ref.lab))
+    return ContentSyncPart(report=result.report, provides={"question": set(result.references)}, references=references)

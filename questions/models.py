@@ -2,7 +2,7 @@ from django.conf import settings
 from django.db import models
 from django.urls import reverse
 
-from courses.models import ContentQuerySet
+from core.models import ContentQuerySet
 
 
 class QuestionSet(models.Model):
@@ -62,6 +62,36 @@ class Question(models.Model):
         return reverse("questions:question", kwargs={"question_slug": self.slug})
 
 
+class Rubric(models.Model):
+    """One version of what grades a question or one of its follow-ups, keyed by its content hash.
+
+    Written once by sync_content and never edited: a changed rubric is a new row, and attempts
+    keep pointing at the row they were graded with, so an old mark sheet shows its own criteria.
+    `spec` is questions.rubrics.rubric_spec(); the question's current versions are named by
+    Question.rubric_version and, for follow-ups, by spec["follow_ups"][i]["rubric_version"].
+    """
+
+    question = models.ForeignKey(Question, on_delete=models.PROTECT, related_name="rubrics")
+    follow_up = models.SlugField(blank=True, help_text="Empty for the main question")
+    content_hash = models.CharField(max_length=32)
+    spec = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["question", "follow_up", "created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["question", "content_hash"], name="rubric_unique_question_hash"),
+        ]
+
+    def __str__(self) -> str:
+        part = f"{self.question.slug}/{self.follow_up}" if self.follow_up else self.question.slug
+        return f"{part} rubric {self.content_hash}"
+
+    @property
+    def criteria(self) -> list[dict]:
+        return list(self.spec.get("rubric", []))
+
+
 class Attempt(models.Model):
     """A learner's answer and how it was graded. Never deleted by a content sync."""
 
@@ -79,6 +109,9 @@ class Attempt(models.Model):
     max_score = models.FloatField()
     result = models.JSONField(help_text="Per-criterion results, misconceptions, evidence")
     rubric_version = models.CharField(max_length=32)
+    # The version it was graded with; null only for an attempt older than stored rubrics whose
+    # version no longer matched its question when they were introduced.
+    rubric = models.ForeignKey(Rubric, on_delete=models.PROTECT, null=True, blank=True, related_name="attempts")
     judge_status = models.CharField(max_length=10, choices=JudgeStatus.choices, default=JudgeStatus.NONE)
     judge_result = models.JSONField(null=True, blank=True)
     flagged_for_review = models.BooleanField(default=False)

@@ -1,33 +1,50 @@
 """Read-side queries for practice, and access to the parsed question bank."""
 
-from functools import lru_cache
-from pathlib import Path
-
-from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, Max, Q
+from django.utils import timezone
 
-from questions.bank import Bank, load_bank
-from questions.models import Attempt, ModelAnswerReveal, Question, QuestionSet
-
-
-def _bank_fingerprint(content_dir: Path) -> tuple:
-    return tuple(sorted((path.name, path.stat().st_mtime_ns) for path in content_dir.glob("*.toml")))
+from questions.models import Attempt, ModelAnswerReveal, Question, QuestionSet, ReviewCard, Rubric
 
 
-@lru_cache(maxsize=4)
-def _load_bank_cached(content_dir: str, fingerprint: tuple) -> Bank:
-    return load_bank(content_dir=Path(content_dir))
+def current_rubric_version(*, question: Question, follow_up: str = "") -> str:
+    """The content hash of the rubric that grades new answers, as the question row names it."""
+    if follow_up:
+        item = follow_up_spec(question=question, follow_up=follow_up)
+        return item.get("rubric_version", "") if item else ""
+    return question.rubric_version
 
 
-def current_bank() -> Bank:
-    """The bank as the files say now; re-parsed only when a file changed."""
-    content_dir = Path(settings.CONTENT_DIRS["questions"])
-    return _load_bank_cached(str(content_dir), _bank_fingerprint(content_dir))
+def current_rubric(*, question: Question, follow_up: str = "") -> Rubric | None:
+    """The rubric version that grades new answers (as last synced)."""
+    version = current_rubric_version(question=question, follow_up=follow_up)
+    return Rubric.objects.filter(question=question, content_hash=version).first()
 
 
-def bank_question(*, slug: str):
-    return current_bank().questions[slug]
+# What a version kept from before rubrics were stored in full (migration 0002) has in common
+# with a full one: enough to tell whether the learner-facing rubric changed since.
+_LEGACY_FIELDS = ("type", "rubric", "misconceptions", "choices", "numeric")
+
+
+def graded_with_an_earlier_rubric(*, attempt: Attempt) -> bool:
+    current = current_rubric(question=attempt.question, follow_up=attempt.follow_up)
+    if attempt.rubric is None or current is None:
+        return attempt.rubric_version != current_rubric_version(question=attempt.question, follow_up=attempt.follow_up)
+    if attempt.rubric_id == current.pk:
+        return False
+    if "concepts" not in attempt.rubric.spec:
+        return any(attempt.rubric.spec.get(key) != current.spec.get(key) for key in _LEGACY_FIELDS)
+    return True
+
+
+def attempt_criteria(*, attempt: Attempt) -> list[dict]:
+    """The criteria the attempt was graded against: its own rubric version, not today's."""
+    if attempt.rubric_id is not None:
+        return attempt.rubric.criteria
+    # Older than stored rubric versions and not linkable: the question's rubric is all we have.
+    if attempt.follow_up:
+        return (follow_up_spec(question=attempt.question, follow_up=attempt.follow_up) or {}).get("rubric", [])
+    return attempt.question.spec.get("rubric", [])
 
 
 def set_list(*, user: AbstractBaseUser | AnonymousUser) -> list[QuestionSet]:
@@ -60,10 +77,26 @@ def questions_in_set(*, question_set: QuestionSet, user: AbstractBaseUser | Anon
 
 
 def attempts_for(*, user: AbstractBaseUser, question: Question, follow_up: str | None = None):
-    attempts = Attempt.objects.filter(user=user, question=question)
+    attempts = Attempt.objects.filter(user=user, question=question).select_related("rubric")
     if follow_up is not None:
         attempts = attempts.filter(follow_up=follow_up)
     return attempts.order_by("-created_at")
+
+
+def recent_attempts(*, user: AbstractBaseUser, limit: int) -> list[Attempt]:
+    return list(
+        Attempt.objects.filter(user=user).select_related("question", "question__question_set").order_by("-created_at")[
+            :limit
+        ]
+    )
+
+
+def attempt_count(*, user: AbstractBaseUser) -> int:
+    return Attempt.objects.filter(user=user).count()
+
+
+def reviews_due_count(*, user: AbstractBaseUser) -> int:
+    return ReviewCard.objects.filter(user=user, due__lte=timezone.now()).count()
 
 
 def may_see_model_answer(*, user: AbstractBaseUser | AnonymousUser, question: Question) -> bool:
@@ -74,6 +107,12 @@ def may_see_model_answer(*, user: AbstractBaseUser | AnonymousUser, question: Qu
         Attempt.objects.filter(user=user, question=question, follow_up="").exists()
         or ModelAnswerReveal.objects.filter(user=user, question=question).exists()
     )
+
+
+def questions_by_slug(*, slugs: list[str]) -> list[Question]:
+    """Live questions in the order given (a lesson's practice list, a lab's questions); unknown slugs are skipped."""
+    found = {q.slug: q for q in Question.objects.live().filter(slug__in=slugs).only("slug", "prompt", "difficulty")}
+    return [found[slug] for slug in slugs if slug in found]
 
 
 def follow_up_spec(*, question: Question, follow_up: str) -> dict | None:

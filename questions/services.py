@@ -3,6 +3,7 @@
 import time
 from datetime import timedelta
 
+from celery import current_app
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
@@ -12,11 +13,15 @@ from django.utils import timezone
 
 from questions.grading import grade
 from questions.grading.judge import combine, judge
-from questions.models import Attempt, ModelAnswerReveal, Question
+from questions.models import Attempt, ModelAnswerReveal, Question, Rubric
 from questions.review import schedule_review
-from questions.selectors import bank_question
+from questions.rubrics import RubricUnavailable, gradable_from
+from questions.selectors import current_rubric, follow_up_spec
 
 MAX_ANSWER_CHARS = 10_000
+# Registered by questions.tasks.judge_attempt; sent by name so this module need not import the
+# task that calls it back (the name is the one queued messages carry).
+JUDGE_ATTEMPT_TASK = "workers.tasks.judge_attempt"
 
 
 class RateLimited(Exception):
@@ -51,19 +56,31 @@ def check_rate_limit(*, user: AbstractBaseUser) -> None:
         cache.set(key, 1, timeout=120)
 
 
-def _gradable(*, question: Question, follow_up: str):
-    spec = bank_question(slug=question.slug)
-    if not follow_up:
-        return spec
-    for item in spec.follow_ups:
-        if item.slug == follow_up:
-            return item
-    raise ValidationError(f"This question has no follow-up called '{follow_up}'.", code="unknown_follow_up")
+def _gradable(*, question: Question, follow_up: str, rubric: Rubric):
+    try:
+        return gradable_from(
+            question_spec=question.spec, rubric=rubric.spec, version=rubric.content_hash, follow_up=follow_up
+        )
+    except RubricUnavailable as error:
+        raise ValidationError(f"This question cannot be graded yet: {error}", code="rubric_unavailable") from None
+
+
+def _current_rubric(*, question: Question, follow_up: str) -> Rubric:
+    if follow_up and follow_up_spec(question=question, follow_up=follow_up) is None:
+        raise ValidationError(f"This question has no follow-up called '{follow_up}'.", code="unknown_follow_up")
+    rubric = current_rubric(question=question, follow_up=follow_up)
+    if rubric is None:
+        raise ValidationError(
+            "This question's rubric is not loaded; an operator must run `manage.py sync_content`.",
+            code="rubric_missing",
+        )
+    return rubric
 
 
 def submit_answer(*, user: AbstractBaseUser, question: Question, answer: str, follow_up: str = "") -> Attempt:
     text = clean_answer(answer=answer)
-    gradable = _gradable(question=question, follow_up=follow_up)
+    rubric = _current_rubric(question=question, follow_up=follow_up)
+    gradable = _gradable(question=question, follow_up=follow_up, rubric=rubric)
     check_rate_limit(user=user)
     result = grade(question=gradable, answer=text)
     data = result.to_dict()
@@ -76,7 +93,8 @@ def submit_answer(*, user: AbstractBaseUser, question: Question, answer: str, fo
             score=data["score"],
             max_score=data["max_score"],
             result=data,
-            rubric_version=question.rubric_version,
+            rubric=rubric,
+            rubric_version=rubric.content_hash,
         )
         if not follow_up:
             percent = 100 * data["score"] / data["max_score"] if data["max_score"] else 0
@@ -93,10 +111,8 @@ def judge_configured() -> bool:
 
 
 def _enqueue_judge(*, attempt_id: int) -> None:
-    from workers.tasks import judge_attempt
-
     try:
-        judge_attempt.delay(attempt_id=attempt_id)
+        current_app.send_task(JUDGE_ATTEMPT_TASK, kwargs={"attempt_id": attempt_id})
     except Exception:
         Attempt.objects.filter(pk=attempt_id).update(judge_status=Attempt.JudgeStatus.FAILED)
 
@@ -107,10 +123,12 @@ def apply_judge(*, attempt_id: int) -> Attempt:
     The learner's answer goes to the model strictly as data (see questions.grading.judge); a
     timeout or a malformed reply leaves the deterministic result in place.
     """
-    attempt = Attempt.objects.select_related("question").get(pk=attempt_id)
+    attempt = Attempt.objects.select_related("question", "rubric").get(pk=attempt_id)
     if attempt.judge_status != Attempt.JudgeStatus.PENDING:
         return attempt
-    gradable = _gradable(question=attempt.question, follow_up=attempt.follow_up)
+    # The rubric the attempt was graded with, even if a sync has brought a newer one since.
+    rubric = attempt.rubric or _current_rubric(question=attempt.question, follow_up=attempt.follow_up)
+    gradable = _gradable(question=attempt.question, follow_up=attempt.follow_up, rubric=rubric)
     verdict = judge(
         question=gradable,
         answer=attempt.answer,

@@ -6,7 +6,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from courses.selectors import lesson_ref_link
-from labs.models import Lab
+from labs import selectors as lab_selectors
 from questions import selectors, services
 from questions.forms import AnswerForm, ChoiceAnswerForm, NumericAnswerForm
 from questions.models import Attempt, Question, QuestionSet
@@ -61,18 +61,16 @@ def _question_context(request: HttpRequest, question: Question, *, form=None, fo
                 "spec": item,
                 "form": (follow_up_forms or {}).get(item["slug"]) or _answer_form(question, follow_up=item["slug"]),
                 "latest": follow_up_latest,
-                "rows": _criteria_rows(rubric=item.get("rubric", []), result=follow_up_latest.result)
-                if follow_up_latest
-                else [],
+                "rows": _attempt_rows(follow_up_latest) if follow_up_latest else [],
             }
         )
-    lab = Lab.objects.live().filter(slug=question.lab_slug).first() if question.lab_slug else None
+    lab = lab_selectors.lab_for_slug(slug=question.lab_slug) if question.lab_slug else None
     return {
         "question": question,
         "spec": question.spec,
         "form": form or _answer_form(question),
         "latest": latest,
-        "rows": _criteria_rows(rubric=question.spec.get("rubric", []), result=latest.result) if latest else [],
+        "rows": _attempt_rows(latest) if latest else [],
         "show_model_answer": latest is not None or selectors.may_see_model_answer(user=user, question=question),
         "follow_ups": follow_ups,
         "history": [attempt for attempt in attempts if not attempt.follow_up][:10],
@@ -91,7 +89,7 @@ def question_detail(request: HttpRequest, question_slug: str) -> HttpResponse:
 
     follow_up = request.POST.get("follow_up", "")
     form = _answer_form(question, request.POST, follow_up=follow_up)
-    partial = f"questions/question.html#follow-up-{follow_up}" if follow_up else "questions/question.html#answer-panel"
+    partial = "questions/question.html#answer-panel"
     if follow_up and selectors.follow_up_spec(question=question, follow_up=follow_up) is None:
         raise Http404("No such follow-up")
     status = 200
@@ -140,18 +138,14 @@ def reveal(request: HttpRequest, question_slug: str) -> HttpResponse:
 
 
 def _attempt_rows(attempt: Attempt) -> list[dict]:
-    question = attempt.question
-    rubric = question.spec.get("rubric", [])
-    if attempt.follow_up:
-        rubric = (selectors.follow_up_spec(question=question, follow_up=attempt.follow_up) or {}).get("rubric", [])
-    return _criteria_rows(rubric=rubric, result=attempt.result)
+    return _criteria_rows(rubric=selectors.attempt_criteria(attempt=attempt), result=attempt.result)
 
 
 @login_required
 @require_GET
 def attempt_feedback(request: HttpRequest, attempt_id: int) -> HttpResponse:
     """The mark sheet alone, polled while the LLM judge's second opinion is pending."""
-    attempt = get_object_or_404(Attempt.objects.select_related("question"), pk=attempt_id, user=request.user)
+    attempt = get_object_or_404(Attempt.objects.select_related("question", "rubric"), pk=attempt_id, user=request.user)
     return render(request, "questions/_feedback.html", {"attempt": attempt, "rows": _attempt_rows(attempt)})
 
 
@@ -159,7 +153,7 @@ def attempt_feedback(request: HttpRequest, attempt_id: int) -> HttpResponse:
 @require_GET
 def attempt_detail(request: HttpRequest, attempt_id: int) -> HttpResponse:
     # Filtering by user turns someone else's attempt id into a plain 404.
-    attempt = get_object_or_404(Attempt.objects.select_related("question"), pk=attempt_id, user=request.user)
+    attempt = get_object_or_404(Attempt.objects.select_related("question", "rubric"), pk=attempt_id, user=request.user)
     question = attempt.question
     context = {
         "attempt": attempt,
@@ -168,7 +162,7 @@ def attempt_detail(request: HttpRequest, attempt_id: int) -> HttpResponse:
         "follow_up_spec": selectors.follow_up_spec(question=question, follow_up=attempt.follow_up)
         if attempt.follow_up
         else None,
-        "stale_rubric": attempt.rubric_version != question.rubric_version,
+        "stale_rubric": selectors.graded_with_an_earlier_rubric(attempt=attempt),
     }
     return render(request, "questions/attempt.html", context)
 

@@ -2,8 +2,7 @@ from django.apps import AppConfig
 
 
 class WorkersConfig(AppConfig):
+    """The measurement library (workers/measure) and its `manage.py measure` command; no models, no tasks."""
+
     default_auto_field = "django.db.models.BigAutoField"
     name = "workers"
-
-    def ready(self) -> None:
-        from workers import signals  # noqa: F401 - connects the worker_ready handler

@@ -19,6 +19,7 @@ from typing import Any
 import matplotlib
 from matplotlib.figure import Figure
 
+from core.versions import rendering_version
 from courses.figures.style import to_svg
 from courses.inference.specs import (
     catalogue_fingerprint,
@@ -27,9 +28,6 @@ from courses.inference.specs import (
     gpu_slugs,
     model_slugs,
 )
-
-# Bump when a drawing changes in a way the arguments do not capture, to expire cached SVGs.
-FIGURES_VERSION = "1"
 
 
 class FigureError(ValueError):
@@ -204,7 +202,7 @@ def validate_figure(*, name: str, args: Mapping[str, str]) -> dict[str, Any]:
 
 def cache_key(*, name: str, values: Mapping[str, Any], alt: str) -> str:
     parts = [
-        FIGURES_VERSION,
+        rendering_version(),
         matplotlib.__version__,
         catalogue_fingerprint(),
         name,
@@ -234,7 +232,7 @@ def render_figure(
     """SVG text for figure `name` drawn with `args`, titled and aria-labelled with `alt`.
 
     With `cache_dir`, the SVG is stored there as `<name>-<hash>.svg` and reused while the
-    arguments, alt text, catalogues, matplotlib version and FIGURES_VERSION are unchanged.
+    arguments, alt text, catalogues, matplotlib version and the drawing code (core.versions) are unchanged.
     """
     spec = get_spec(name=name)
     values = spec.parse(args)

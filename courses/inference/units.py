@@ -85,3 +85,45 @@ def format_count(*, value: float) -> str:
 
 def format_rate(*, value: float, unit: str = "tokens/s") -> str:
     return f"{significant(value=value, digits=3)} {unit}"
+
+
+# --- Values that may be missing ---------------------------------------------------------------
+# One mark everywhere (lab summaries, findings, chart labels, result tables) for a value that was
+# not measured or does not apply: an en dash, as printed tables use it.
+MISSING = "–"
+
+
+def seconds_or_missing(value: float | None) -> str:
+    return format_seconds(value=value) if value is not None else MISSING
+
+
+def milliseconds_or_missing(seconds: float | str | None) -> str:
+    """Seconds as a millisecond figure without unit, about 3 significant digits: '412', '41.2', '4.12'."""
+    if seconds is None or seconds == "":
+        return MISSING
+    value = float(seconds) * 1000
+    if value >= 100:
+        return f"{value:,.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def rate_or_missing(value: float | None, unit: str = "tokens/s") -> str:
+    """A throughput; zero counts as missing (nothing was produced to measure a rate from)."""
+    return f"{significant(value=value)} {unit}" if value else MISSING
+
+
+def decimal_or_missing(value: float | str | None) -> str:
+    return f"{float(value):,.1f}" if value is not None else MISSING
+
+
+def percent_or_missing(value: float | None) -> str:
+    """A fraction as a whole percentage: 0.42 -> '42%'."""
+    return f"{value:.0%}" if value is not None else MISSING
+
+
+def number_or_missing(value: float | None) -> str:
+    if value is None:
+        return MISSING
+    return f"{value:,.0f}" if float(value).is_integer() else significant(value=value)

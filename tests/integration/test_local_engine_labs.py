@@ -50,6 +50,13 @@ def test_labs_show_their_lessons_on_the_local_engine(local_targets, user, capsys
     small, big = steps["prompt_tokens=16"], steps["prompt_tokens=768"]
     assert big["ttft_s"]["p50"] > 3 * small["ttft_s"]["p50"]
     assert big["tpot_s"]["p50"] < 3 * small["tpot_s"]["p50"]
+    # The same lab again (a second learner on the shared engine): its own nonce and
+    # cache_prompt off, so llama.cpp computes every prefill again and TTFT stays put.
+    again = runlab(capsys, "prompt-length-ttft", serial, user, "prompt_tokens=16,768", "max_tokens=24", "repeats=2")
+    assert again["prompt_tokens=768"]["ttft_s"]["p50"] >= 0.7 * big["ttft_s"]["p50"]
+    for summary in (big, again["prompt_tokens=768"]):
+        assert summary["prefix_cache"]["source"] == "engine timings per request"
+        assert summary["prefix_cache"]["cached_tokens"] == 0
 
     # Lab 4: at four concurrent streams the batched engine's aggregate throughput beats serial.
     serial_steps = runlab(
@@ -76,6 +83,8 @@ def test_labs_show_their_lessons_on_the_local_engine(local_targets, user, capsys
         "repeats=3",
     )
     assert steps["shared_prefix=1"]["ttft_s"]["p50"] < 0.6 * steps["shared_prefix=0"]["ttft_s"]["p50"]
+    assert steps["shared_prefix=1"]["prefix_cache"]["cached_tokens"] > 0
+    assert steps["shared_prefix=0"]["prefix_cache"]["cached_tokens"] == 0
 
 
 def test_the_other_labs_run_to_a_result_with_findings_on_the_local_engine(local_targets, user, capsys):

@@ -11,7 +11,7 @@ from django.core.management import call_command
 
 from labs.content_sync import parse_lab_file
 from labs.models import Lab, LabRun, RunRequest
-from labs.selectors import CHARTS_KEY_PREFIX
+from labs.selectors import charts_cache_key
 from labs.services import cancel_run, queue_position, reap_stale_runs, submit_run
 from labs.targets import upsert_target
 from tests.conftest import ROOT
@@ -68,7 +68,7 @@ def test_a_run_measures_each_step_and_stores_every_request(scripted_engine, cele
     assert "base_url" not in json.dumps(run.result_meta)
     # The charts were drawn before the run was marked finished, under its finished key: the
     # learner's page shows them at once instead of drawing them in the web process.
-    chart_key = f"*{CHARTS_KEY_PREFIX}:{run.pk}:{run.finished_at.timestamp()}"
+    chart_key = f"*{charts_cache_key(run=run)}"
     assert redis_lib.Redis.from_url(broker["url"]).keys(chart_key)
 
 

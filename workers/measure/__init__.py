@@ -16,7 +16,7 @@ from workers.measure.probe import ProbeResult, probe, probe_sync
 from workers.measure.protocols import Api
 from workers.measure.result import SCHEMA_VERSION, RunResult
 from workers.measure.runner import Progress, measure, run_measurement
-from workers.measure.spec import Capabilities, RunSpec, Sweep, TargetSpec
+from workers.measure.spec import Capabilities, RunSpec, Sweep, TargetSpec, fresh_seed
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -31,6 +31,7 @@ __all__ = [
     "RunSpec",
     "Sweep",
     "TargetSpec",
+    "fresh_seed",
     "measure",
     "probe",
     "probe_sync",

@@ -32,6 +32,7 @@ from workers.measure.spec import (
     RunSpec,
     Sweep,
     TargetSpec,
+    fresh_seed,
 )
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
@@ -74,7 +75,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     load.add_argument("--arrival", choices=ARRIVALS, default="poisson")
     load.add_argument("--warmup", type=int, default=0, help="unmeasured requests sent first")
     load.add_argument("--ignore-eos", action="store_true", help="force exactly --max-tokens")
-    load.add_argument("--seed", type=int, default=0)
+    load.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="repeat an earlier workload exactly (its prompts, and so what a prefix cache holds for "
+        "them); by default each run draws a fresh seed, printed with the result",
+    )
+    load.add_argument(
+        "--prompt-cache",
+        action="store_true",
+        help="let llama.cpp reuse a cached prompt prefix (off: every prefill is computed)",
+    )
     load.add_argument("--shared-prefix-tokens", type=int, default=0)
     load.add_argument(
         "--sweep",
@@ -135,8 +147,9 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         arrival=args.arrival,
         warmup=args.warmup,
         ignore_eos=args.ignore_eos,
-        seed=args.seed,
+        seed=args.seed if args.seed is not None else fresh_seed(),
         shared_prefix_tokens=args.shared_prefix_tokens,
+        prompt_cache=args.prompt_cache,
         sweep=_parse_sweep(args.sweep),
         slo=None if slo.empty else slo,
         timeout_s=args.timeout,
@@ -171,6 +184,7 @@ def target_from_args(args: argparse.Namespace, err: TextIO) -> tuple[TargetSpec,
             tokenize=capabilities.tokenize,
             fresh_connection_per_stream=True,
             metrics=capabilities.metrics,
+            cache_prompt=capabilities.cache_prompt,
         )
     target = TargetSpec(
         base_url=args.base_url,
@@ -244,6 +258,7 @@ def format_summary(result: RunResult) -> str:
         f"Load     {shape}, {result.requests_planned} requests (+{spec['warmup']} warm-up), "
         f"prompt {spec['prompt_tokens']} tok, max {spec['max_tokens']} tok{sweep_text}"
     )
+    lines.append(f"Seed     {spec['seed']}  (--seed {spec['seed']} repeats these prompts exactly)")
     counts = s["requests"]
     stopped = f"  ({result.stop_reason})" if result.stop_reason else ""
     lines.append(
@@ -304,6 +319,12 @@ def format_summary(result: RunResult) -> str:
         lines.append(
             f"Server      ({server['source']}) prefill p50 {_ms(server['prefill_s']['p50'])} ms"
             + (f", decode p50 {_ms(decode['p50'])} ms/token" if decode else "")
+        )
+    cache = s.get("prefix_cache")
+    if cache:
+        lines.append(
+            f"Prefix cache {cache['hit_rate']:.0%} of {cache['prompt_tokens']} prompt tokens served from the "
+            f"engine's cache ({cache['source']})"
         )
     if result.groups:
         lines.append("")

@@ -159,6 +159,7 @@ class MeasureClient:
             self._headers["connection"] = "close"
         self._include_usage = caps.include_usage and not target.api.is_ollama
         self._ignore_eos = spec.ignore_eos and caps.ignore_eos and not target.api.is_ollama
+        self._cache_prompt = spec.prompt_cache if caps.cache_prompt and not target.api.is_ollama else None
         # Ollama always reports eval_count; OpenAI servers only when include_usage is sent.
         self._usage_expected = target.api.is_ollama or self._include_usage
         self.cancelled: list[RequestRecord] = []
@@ -193,6 +194,7 @@ class MeasureClient:
                 max_tokens=plan.max_tokens,
                 ignore_eos=self._ignore_eos,
                 include_usage=self._include_usage,
+                cache_prompt=self._cache_prompt,
                 extra=self.spec.extra_body,
             )
         ).encode()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -203,6 +203,7 @@ def summarize(
         "output_tokens_source": dict(Counter(r.output_tokens_source for r in ok if r.output_tokens_source)),
         "retries": sum(r.retries for r in measured),
         "server": _server_split(ok),
+        "prefix_cache": prefix_cache_use(ok),
         "goodput": None,
     }
     if slo is not None and not slo.empty:
@@ -215,6 +216,96 @@ def summarize(
             "output_tokens_per_s": per_s(sum(r.output_tokens or 0 for r in good)),
         }
     return summary
+
+
+def prefix_cache_use(ok: Sequence[RequestRecord]) -> dict[str, Any] | None:
+    """How much of the measured prompts the engine served from its prefix cache, as it said per
+    request (llama.cpp's ``timings.cache_n``); None when the engine reports nothing per request.
+
+    A cached token skipped prefill, so TTFT over cached prompts is not the prefill being
+    measured unless the run measures caching on purpose.
+    """
+    pairs = [
+        (int(r.server["cached_prompt_tokens"]), int(r.prompt_tokens))
+        for r in ok
+        if r.server and r.server.get("cached_prompt_tokens") is not None and r.prompt_tokens
+    ]
+    if not pairs:
+        return None
+    cached = sum(c for c, _ in pairs)
+    prompt = sum(p for _, p in pairs)
+    return _with_beyond_template(
+        {
+            "source": "engine timings per request",
+            "cached_tokens": cached,
+            "prompt_tokens": prompt,
+            "hit_rate": cached / prompt if prompt else 0.0,
+            "requests_with_hits": sum(1 for c, _ in pairs if c > 0),
+            "requests": len(pairs),
+            "template_tokens": 0,
+        }
+    )
+
+
+def prefix_cache_from_server_metrics(report: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The same figure from the engine's /metrics counters (vLLM's prefix_cache_queries/hits,
+    in tokens), counted over the run's window; None when the engine exposes no such counter."""
+    deltas = (report or {}).get("deltas") or {}
+    queries = deltas.get("prefix_cache_queries")
+    if not queries:
+        return None
+    hits = deltas.get("prefix_cache_hits", 0.0)
+    return _with_beyond_template(
+        {
+            "source": "engine /metrics counters",
+            "cached_tokens": int(hits),
+            "prompt_tokens": int(queries),
+            "hit_rate": hits / queries,
+            "requests_with_hits": None,
+            "requests": None,
+            "template_tokens": 0,
+        }
+    )
+
+
+def with_template_allowance(cache: dict[str, Any] | None, *, template_tokens: int) -> dict[str, Any] | None:
+    """Add what a cache may serve without harm: a chat template's fixed opening (e.g. a default
+    system prompt) is the same in every chat request, so an engine may serve its whole blocks
+    from cache; only hits beyond it (``beyond_template_rate``) shorten the prefill being measured."""
+    if cache is None:
+        return None
+    cache = dict(cache)
+    cache["template_tokens"] = template_tokens
+    return _with_beyond_template(cache)
+
+
+def _with_beyond_template(cache: dict[str, Any]) -> dict[str, Any]:
+    beyond = max(0, cache["cached_tokens"] - cache.get("template_tokens", 0))
+    cache["beyond_template_tokens"] = beyond
+    cache["beyond_template_rate"] = beyond / cache["prompt_tokens"] if cache["prompt_tokens"] else 0.0
+    return cache
+
+
+def combine_prefix_cache(parts: Iterable[Mapping[str, Any] | None]) -> dict[str, Any] | None:
+    """One figure over several steps' prefix-cache figures (token-weighted)."""
+    known = [p for p in parts if p]
+    if not known:
+        return None
+    cached = sum(p["cached_tokens"] for p in known)
+    prompt = sum(p["prompt_tokens"] for p in known)
+    with_hits = [p.get("requests_with_hits") for p in known]
+    requests = [p.get("requests") for p in known]
+    return _with_beyond_template(
+        {
+            "source": known[0]["source"],
+            "cached_tokens": cached,
+            "prompt_tokens": prompt,
+            "hit_rate": cached / prompt if prompt else 0.0,
+            "requests_with_hits": sum(with_hits) if None not in with_hits else None,
+            "requests": sum(requests) if None not in requests else None,
+            "template_tokens": sum(p.get("template_tokens", 0) for p in known),
+        }
+    )
 
 
 def _server_split(ok: Sequence[RequestRecord]) -> dict[str, Any] | None:

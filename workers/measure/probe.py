@@ -4,9 +4,10 @@ Strict OpenAI-compatible servers answer 400 to fields they do not know
 (``stream_options``, ``ignore_eos``), and engines differ in what they report, so before a run
 the probe asks the target itself: models list, which APIs answer, whether a streamed request
 with ``stream_options.include_usage`` is accepted and really yields a usage chunk, whether
-``ignore_eos`` is accepted, whether ``/tokenize`` works (and in which dialect), whether
-``/metrics`` speaks vLLM or llama.cpp, and the engine's version. Each check costs at most one
-tiny request; each failure is recorded, never raised.
+``ignore_eos`` is accepted (never claimed for Ollama, which accepts it and ignores it), whether
+``/tokenize`` works (and in which dialect), whether ``/metrics`` speaks vLLM or llama.cpp, and
+the engine's version. Each check costs at most one tiny request; each failure is recorded,
+never raised.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ class ProbeResult:
             # llama.cpp's server drops back-to-back streams on reused keep-alive connections.
             fresh_connection_per_stream=self.engine == "llamacpp",
             metrics=self.metrics,
+            # llama.cpp's server takes ``cache_prompt`` per request.
+            cache_prompt=self.engine == "llamacpp",
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -218,6 +221,12 @@ async def _check_openai_fields(http: httpx.AsyncClient, target: TargetSpec, resu
         result.include_usage = False
     else:
         result.errors.append(f"include_usage check failed: {error}")
+    if result.engine == "ollama":
+        # Ollama's /v1 decodes a request into fixed structs and drops every field it does not
+        # know, so it answers 200 to ignore_eos and still stops at end-of-sequence; a 200 proves
+        # nothing there, and its native API has no such switch either.
+        result.ignore_eos = False
+        return
     status, _, error = await _stream_check(http, url=url, api=api, body={**base, "ignore_eos": True})
     if status == 200:
         result.ignore_eos = True

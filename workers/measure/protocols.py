@@ -56,11 +56,12 @@ def build_body(
     max_tokens: int,
     ignore_eos: bool,
     include_usage: bool,
+    cache_prompt: bool | None = None,
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The JSON body of one streamed generation request.
 
-    ``ignore_eos``/``min_tokens`` and ``stream_options`` are sent only when asked, because
+    ``ignore_eos``/``min_tokens``, ``stream_options`` and ``cache_prompt`` are sent only when asked, because
     strict OpenAI-compatible servers reject fields they do not know; whether a target accepts
     them is a capability found by the probe.
     """
@@ -84,6 +85,9 @@ def build_body(
             # so the output length is what was asked even if a stop string would fire.
             body["ignore_eos"] = True
             body["min_tokens"] = max_tokens
+        if cache_prompt is not None:
+            # llama.cpp reuses the longest prefix its slot still holds unless told not to.
+            body["cache_prompt"] = cache_prompt
     if extra:
         body.update(extra)
     return body

@@ -21,11 +21,17 @@ from typing import Any, TypeVar
 from workers.measure.client import MeasureClient, RequestPlan, make_http_client
 from workers.measure.errors import USAGE_MISSING
 from workers.measure.loadshapes import StopSignal, closed_loop, open_loop
-from workers.measure.metrics import RequestRecord, describe, summarize
+from workers.measure.metrics import (
+    RequestRecord,
+    describe,
+    prefix_cache_from_server_metrics,
+    summarize,
+    with_template_allowance,
+)
 from workers.measure.result import RunResult
 from workers.measure.server_metrics import ServerMetrics
 from workers.measure.spec import RunSpec, TargetSpec
-from workers.measure.workload import build_plans, make_factory
+from workers.measure.workload import WARMUP, build_plans, make_factory
 
 _now_ns = time.perf_counter_ns
 T = TypeVar("T")
@@ -257,6 +263,16 @@ async def run_measurement(
 
     records.sort(key=lambda r: r.index)
     summary = summarize(records, window_start_s=window_start_s, slo=spec.slo)
+    server_report = metrics.report() if metrics is not None else None
+    if summary["prefix_cache"] is None:
+        # /metrics counts every request in its window: the warm-up's too.
+        summary["prefix_cache"] = with_template_allowance(
+            prefix_cache_from_server_metrics(server_report), template_tokens=factory.template_overhead * len(records)
+        )
+    else:
+        summary["prefix_cache"] = with_template_allowance(
+            summary["prefix_cache"], template_tokens=factory.template_overhead * summary["prefix_cache"]["requests"]
+        )
     notes += _notes(target=target, spec=spec, records=records, method=factory.method)
     if stop.cancelled:
         status = "cancelled"
@@ -284,12 +300,16 @@ async def run_measurement(
             "calibration_requests": factory.calibration_requests,
             "unique_opening_per_request": True,
             "shared_prefix_tokens": spec.shared_prefix_tokens,
+            "seed": spec.seed,
+            "nonce": factory.nonce(),
+            "warmup_nonce": factory.nonce(WARMUP),
+            "prompt_cache": spec.prompt_cache,
         },
         requests_planned=measured_total,
         requests=records,
         summary=summary,
         groups=groups,
-        server_metrics=metrics.report() if metrics is not None else None,
+        server_metrics=server_report,
         connections={
             "opened": client.pool.opened,
             "reused": client.pool.reused,

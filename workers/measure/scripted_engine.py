@@ -558,7 +558,10 @@ class ScriptedEngine:
             forced = False
         else:
             max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
-            forced = bool(body.get("ignore_eos")) or int(body.get("min_tokens") or 0) >= max_tokens
+            # Real Ollama's /v1 accepts ignore_eos and min_tokens and ignores them.
+            forced = cfg.flavor != "ollama" and (
+                bool(body.get("ignore_eos")) or int(body.get("min_tokens") or 0) >= max_tokens
+            )
         n_tokens = max_tokens if forced or cfg.eos_after is None else min(max_tokens, cfg.eos_after)
         finish = "length" if n_tokens == max_tokens else "stop"
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -590,7 +593,8 @@ class ScriptedEngine:
         self.counters.queue_time_sum += start - received_at
         self.counters.queue_time_count += 1
         cached = 0
-        if cfg.prefix_cache:
+        # llama.cpp's per-request switch: cache_prompt false recomputes the whole prompt.
+        if cfg.prefix_cache and body.get("cache_prompt", True) is not False:
             ids = [1] * chat_overhead + [i for t in texts for i in count_tokens(t)]
             cached = self._cached_tokens(ids)
         self.counters.prefix_queries += prompt_tokens

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import secrets
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
@@ -29,6 +30,9 @@ class Capabilities:
     fresh_connection_per_stream: bool = False
     # Which Prometheus dialect /metrics speaks ("vllm", "llamacpp"), or None.
     metrics: str | None = None
+    # The request may say whether the server reuses a cached prompt prefix (llama.cpp's
+    # ``cache_prompt``). vLLM's prefix cache is server-wide and cannot be turned off per request.
+    cache_prompt: bool = False
 
     @classmethod
     def for_engine(cls, kind: str) -> Capabilities:
@@ -42,6 +46,7 @@ class Capabilities:
                 tokenize="llamacpp",
                 fresh_connection_per_stream=True,
                 metrics="llamacpp",
+                cache_prompt=True,
             )
         if kind in ("ollama", "openai-compatible"):
             return cls()
@@ -94,11 +99,18 @@ class TargetSpec:
                 "tokenize": self.capabilities.tokenize,
                 "fresh_connection_per_stream": self.capabilities.fresh_connection_per_stream,
                 "metrics": self.capabilities.metrics,
+                "cache_prompt": self.capabilities.cache_prompt,
             },
         }
 
 
 SWEEP_PARAMS = ("prompt_tokens", "max_tokens")
+
+
+def fresh_seed() -> int:
+    """A workload seed no earlier run is likely to have used (2**48 values): prompts, and so the
+    prefixes an engine may have cached, differ from every other run's."""
+    return secrets.randbits(48)
 ARRIVALS = ("poisson", "constant")
 
 
@@ -138,6 +150,9 @@ class RunSpec:
     ignore_eos: bool = False
     seed: int = 0
     shared_prefix_tokens: int = 0
+    # Let the engine reuse a cached prompt prefix where the request can say so (llama.cpp).
+    # Off unless the run measures caching: a cached prefill is not the prefill being measured.
+    prompt_cache: bool = False
     sweep: Sweep | None = None
     slo: SLO | None = None
     timeout_s: float = 300.0
@@ -196,6 +211,7 @@ class RunSpec:
             "ignore_eos": self.ignore_eos,
             "seed": self.seed,
             "shared_prefix_tokens": self.shared_prefix_tokens,
+            "prompt_cache": self.prompt_cache,
             "sweep": {"param": self.sweep.param, "values": list(self.sweep.values)} if self.sweep else None,
             "slo": {"ttft_s": self.slo.ttft_s, "tpot_s": self.slo.tpot_s, "e2e_s": self.slo.e2e_s}
             if self.slo

@@ -7,11 +7,16 @@ server's reported ``prompt_tokens``; each measured request then reports its actu
 tokens from the server's usage. Chat templates add tokens the content does not show; that
 overhead is learned from one calibration request and subtracted.
 
-Caching: every request opens with text no other request has, so a prefix cache cannot make
-one request's prefill cheaper because of another's. A shared prefix, when asked, comes first
-(that is what a prefix cache can reuse) and the unique part follows it.
+Caching: a prefix cache (vLLM's, llama.cpp's slot cache) reuses work only for a prompt whose
+first tokens match one it has seen, so every prompt opens with the run's nonce, drawn from the
+seed: no two runs (and no two learners) share a cacheable block, however alike their workloads.
+The warm-up and the calibration requests open with nonces of their own, so they never warm
+what the measured requests then hit. Within a run, every request continues with text no other
+request has; a shared prefix, when a lab asks for one, follows the nonce and is what the run's
+requests (and only they) can share.
 
-Everything is seeded: the same seed gives the same prompts.
+Everything is seeded: the same seed gives the same prompts. Callers draw a fresh seed per run
+(and record it) unless they mean to repeat a workload exactly.
 """
 
 from __future__ import annotations
@@ -19,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -28,6 +32,11 @@ from workers.measure.client import RequestPlan
 from workers.measure.spec import RunSpec, TargetSpec
 
 CountFn = Callable[[str], Awaitable[int | None]]
+
+# Nonce scopes: each opens its prompts differently, so none warms a cache another then hits.
+MEASURED = "measured"
+WARMUP = "warmup"
+CALIBRATION = "calibration"
 
 # Plain words so prompts look like text to any tokenizer (no rare byte sequences).
 _WORDS = (
@@ -272,16 +281,6 @@ async def prompt_tokens_from_server(http: httpx.AsyncClient, *, target: TargetSp
     return int(value) if isinstance(value, int) else None
 
 
-@dataclass
-class PromptReport:
-    """How prompt lengths were controlled, for the result."""
-
-    method: str  # "tokenize" | "calibrated" | "estimate"
-    tokens_per_word: float
-    template_overhead: int = 0
-    calibration_requests: int = 0
-
-
 class PromptFactory:
     """Builds prompts of an exact (tokenize) or calibrated token length."""
 
@@ -293,59 +292,85 @@ class PromptFactory:
         self.template_overhead = 0
         self.calibration_requests = 0
         self.method = "estimate"
-        self._prefix_cache: dict[int, str] = {}
+        self._prefix_cache: dict[tuple[int, str], str] = {}
 
     def _words(self, key: str, n: int) -> list[str]:
         rng = random.Random(f"{self._seed}:{key}")
         return rng.choices(_WORDS, k=n)
 
+    def nonce(self, scope: str = MEASURED) -> str:
+        """The opening every prompt of ``scope`` shares and no other run's prompts have.
+
+        Scopes: MEASURED (the requests whose timings count), WARMUP, CALIBRATION. A nonce is
+        a few tokens, less than one vLLM block (16 tokens), and each request's own text
+        follows it at once, so requests of one run share no full block either.
+        """
+        rng = random.Random(f"{self._seed}:nonce:{scope}")
+        return f"Run {rng.randrange(16**8):08x}."
+
     def opening(self, index: int) -> str:
+        """What makes request ``index`` differ from the others of its run, right after the nonce."""
         rng = random.Random(f"{self._seed}:open:{index}")
-        return f"Note {index}-{rng.randrange(10**6):06d} {rng.choice(_WORDS)}:"
+        return f"Note {index}-{rng.randrange(10**4):04d}:"
 
     async def calibrate(self, *, chat: bool) -> None:
-        """Learn tokens per word (and a chat template's overhead) before building prompts."""
-        sample = " ".join(self._words("calibration", 200))
+        """Learn tokens per word (and a chat template's overhead) before building prompts.
+
+        Requests the engine generates for open with the calibration nonce, so they leave
+        nothing in a prefix cache that a measured request could reuse.
+        """
+        words = " ".join(self._words("calibration", 200))
+        served_sample = f"{self.nonce(CALIBRATION)} {words}"
         if self._count is not None:
-            counted = await self._count(sample)
+            counted = await self._count(words)
             if counted:
                 self.method = "tokenize"
                 self.tokens_per_word = counted / 200
                 if chat and self._server_count is not None:
-                    served = await self._server_count(sample)
+                    served = await self._server_count(served_sample)
                     self.calibration_requests += 1
-                    if served is not None:
-                        self.template_overhead = max(0, served - counted)
+                    counted_served = await self._count(served_sample)
+                    if served is not None and counted_served is not None:
+                        self.template_overhead = max(0, served - counted_served)
                 return
         if self._server_count is not None:
-            short = " ".join(self._words("calibration-short", 20))
-            long_count = await self._server_count(sample)
+            short = f"{self.nonce(CALIBRATION)} {' '.join(self._words('calibration-short', 20))}"
+            long_count = await self._server_count(served_sample)
             short_count = await self._server_count(short)
             self.calibration_requests += 2
             if long_count is not None and short_count is not None and long_count > short_count:
                 # Two points give both the slope (tokens per word) and the fixed overhead
-                # (BOS, chat template), which one point would mix together.
+                # (BOS, chat template), which one point would mix together; the nonce's words
+                # are content, not overhead.
                 self.method = "calibrated"
                 self.tokens_per_word = (long_count - short_count) / 180
-                self.template_overhead = max(0, round(short_count - 20 * self.tokens_per_word))
+                self.template_overhead = max(0, round(short_count - len(short.split()) * self.tokens_per_word))
 
-    async def build(self, *, index: int, tokens: int, shared_prefix_tokens: int = 0) -> tuple[str, int]:
+    async def build(
+        self, *, index: int, tokens: int, shared_prefix_tokens: int = 0, warmup: bool = False
+    ) -> tuple[str, int]:
         """A prompt of ``tokens`` tokens for request ``index``, and its length: counted by the
-        target's tokenizer, or estimated (see ``method``)."""
+        target's tokenizer, or estimated (see ``method``). It opens with the run's nonce (the
+        warm-up's own for a warm-up request), then the shared prefix if asked, then text of
+        this request alone."""
         content_tokens = max(1, tokens - self.template_overhead)
-        prefix = ""
+        nonce = self.nonce(WARMUP if warmup else MEASURED)
         if shared_prefix_tokens:
-            prefix = await self._shared_prefix(min(shared_prefix_tokens, content_tokens - 1))
-        head = (prefix + " " if prefix else "") + self.opening(index)
+            prefix = await self._shared_prefix(min(shared_prefix_tokens, content_tokens - 1), nonce=nonce)
+        else:
+            prefix = nonce
+        head = prefix + " " + self.opening(index)
         filler = self._words(f"body:{index}", int(content_tokens / self.tokens_per_word) + 64)
         return await self._fit(head, filler, content_tokens)
 
-    async def _shared_prefix(self, tokens: int) -> str:
-        if tokens not in self._prefix_cache:
+    async def _shared_prefix(self, tokens: int, *, nonce: str) -> str:
+        """``tokens`` tokens, the nonce included, that every request of the scope begins with."""
+        key = (tokens, nonce)
+        if key not in self._prefix_cache:
             words = self._words("shared-prefix", int(tokens / self.tokens_per_word) + 64)
-            text, _ = await self._fit("Shared context:", words, tokens)
-            self._prefix_cache[tokens] = text
-        return self._prefix_cache[tokens]
+            text, _ = await self._fit(f"{nonce} Shared context:", words, tokens)
+            self._prefix_cache[key] = text
+        return self._prefix_cache[key]
 
     async def _fit(self, head: str, filler: list[str], target: int) -> tuple[str, int]:
         """``head`` plus as many filler words as make ``target`` tokens, and the count.
@@ -421,7 +446,7 @@ async def build_plans(
         prompt_tokens = point.get("prompt_tokens", spec.prompt_tokens)
         async with limiter:
             prompt, counted = await factory.build(
-                index=i, tokens=prompt_tokens, shared_prefix_tokens=spec.shared_prefix_tokens
+                index=i, tokens=prompt_tokens, shared_prefix_tokens=spec.shared_prefix_tokens, warmup=warmup
             )
         counted += factory.template_overhead
         return RequestPlan(

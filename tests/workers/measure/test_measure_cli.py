@@ -125,3 +125,21 @@ def test_python_dash_m_runs_against_a_subprocess_engine(tmp_path):
     result = json.loads(out.read_text())
     assert result["target"]["capabilities"]["fresh_connection_per_stream"] is True
     assert result["summary"]["requests"]["succeeded"] == 6
+
+
+def test_each_run_draws_a_fresh_seed_prints_it_and_seed_repeats_the_prompts(tmp_path, capsys):
+    config = EngineConfig(flavor="vllm", ttft_ms=2.0, gap_ms=1.0, prefix_cache=True)
+    results = []
+    with run_in_thread(config) as engine:
+        for n, extra in enumerate(((), (), ("--seed", "41"), ("--seed", "41"))):
+            out = tmp_path / f"{n}.json"
+            assert main(_args(engine.base_url, "--quiet", "--json-out", str(out), *extra)) == 0
+            results.append((capsys.readouterr().out, json.loads(out.read_text())))
+    seeds = [result["spec"]["seed"] for _, result in results]
+    assert seeds[0] != seeds[1] and seeds[2:] == [41, 41]
+    for printed, result in results:
+        assert f"Seed     {result['spec']['seed']}  (--seed {result['spec']['seed']} repeats these prompts" in printed
+    # Fresh seeds share nothing with any earlier run; the repeated seed is served from the cache.
+    assert [r["summary"]["prefix_cache"]["beyond_template_tokens"] for _, r in results[:3]] == [0, 0, 0]
+    assert results[3][1]["summary"]["prefix_cache"]["hit_rate"] > 0.5
+    assert "Prefix cache 0% of" in results[0][0]

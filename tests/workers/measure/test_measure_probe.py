@@ -30,9 +30,12 @@ def test_probe_finds_engine_and_capabilities(flavor, engine, tokenize, metrics, 
     assert found.tokenize == tokenize
     assert found.metrics == metrics
     assert found.include_usage is usage
-    assert found.ignore_eos is usage  # the strict server rejects both unknown fields
+    # The strict server rejects both unknown fields; Ollama accepts ignore_eos and ignores it, so
+    # the probe must not claim forced output lengths there.
+    assert found.ignore_eos is (usage and flavor != "ollama")
     assert ("ollama-generate" in found.apis) is (flavor == "ollama")
     caps = found.capabilities()
+    assert caps.ignore_eos is found.ignore_eos
     assert caps.fresh_connection_per_stream is fresh
     assert caps.include_usage is usage
     if engine != "openai-compatible":

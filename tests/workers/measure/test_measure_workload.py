@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 
@@ -38,9 +39,13 @@ def test_prompts_are_seeded_unique_per_request_and_share_only_the_asked_prefix()
 
     plain = asyncio.run(build(1, 0))
     assert plain == asyncio.run(build(1, 0))
-    assert plain != asyncio.run(build(2, 0))
-    # No shared prefix: requests differ from their very first word, so no cache can help.
-    assert len({p.split()[:2][1] for p in plain}) == 3
+    other_run = asyncio.run(build(2, 0))
+    # Every prompt opens with its run's nonce: the same within a run, another in another run, so
+    # no run's prompts share a first block (what a prefix cache keys on) with another run's.
+    assert len({" ".join(p.split()[:2]) for p in plain}) == 1
+    assert {p.split()[1] for p in plain}.isdisjoint({p.split()[1] for p in other_run})
+    # No shared prefix: right after the nonce each request differs from the others.
+    assert len({p.split()[3] for p in plain}) == 3
     shared = asyncio.run(build(1, 128))
     tokens = [count_tokens(p) for p in shared]
     assert tokens[0][:128] == tokens[1][:128] == tokens[2][:128]
@@ -76,3 +81,35 @@ def test_chat_template_overhead_is_learned_so_totals_hit_the_target(make_target)
         )
     assert result.workload["template_overhead_tokens"] == 6
     assert [r.prompt_tokens for r in result.measured] == [256, 256, 256]
+
+
+def test_a_repeated_seed_is_served_from_cache_and_a_fresh_one_shares_nothing(make_target) -> None:
+    """The threat is real (the same prompts twice are a cached prefill), and the nonce removes it:
+    neither the calibration request nor the warm-up leaves anything the measured requests hit."""
+    config = EngineConfig(flavor="vllm", ttft_ms=2.0, ttft_per_prompt_token_ms=0.1, gap_ms=1.0, prefix_cache=True)
+    with run_in_thread(config) as engine:
+        target = make_target(engine.base_url, Api.OPENAI_CHAT, tokenize="vllm", metrics="vllm")
+        spec = RunSpec(requests=4, prompt_tokens=512, max_tokens=2, warmup=1, seed=11)
+        first = measure(target=target, spec=spec)
+        repeat = measure(target=target, spec=spec)
+        fresh = measure(target=target, spec=replace(spec, seed=12))
+    assert first.workload["nonce"] != fresh.workload["nonce"]
+    assert first.workload["nonce"] != first.workload["warmup_nonce"]
+    assert first.summary["prefix_cache"]["beyond_template_tokens"] == 0
+    assert repeat.summary["prefix_cache"]["hit_rate"] > 0.8
+    assert repeat.summary["ttft_s"]["p50"] < 0.5 * first.summary["ttft_s"]["p50"]
+    assert fresh.summary["prefix_cache"]["beyond_template_tokens"] == 0
+
+
+def test_the_warm_up_never_warms_the_shared_prefix_and_llamacpp_caches_only_when_asked(make_target) -> None:
+    config = EngineConfig(flavor="llamacpp", ttft_ms=2.0, gap_ms=1.0, prefix_cache=True)
+    with run_in_thread(config) as engine:
+        target = make_target(engine.base_url, tokenize="llamacpp", cache_prompt=True)
+        spec = RunSpec(requests=3, prompt_tokens=300, shared_prefix_tokens=256, max_tokens=2, warmup=1, seed=3)
+        cached = measure(target=target, spec=replace(spec, prompt_cache=True))
+        uncached = measure(target=target, spec=replace(spec, seed=4))
+    hits = [r.server["cached_prompt_tokens"] for r in cached.measured]
+    # The first measured request computes the prefix (the warm-up had its own nonce); the others reuse it.
+    assert hits[0] == 0 and all(h >= 240 for h in hits[1:]), hits
+    assert [r.server["cached_prompt_tokens"] for r in uncached.measured] == [0, 0, 0]
+    assert uncached.summary["prefix_cache"]["hit_rate"] == 0.0

@@ -1,0 +1,69 @@
+"""A rubric stored as JSON grades exactly as the parsed file does: the database can be the one source."""
+
+import json
+from pathlib import Path
+
+from django.conf import settings
+
+from questions.bank import load_bank
+from questions.content_sync import question_spec
+from questions.grading import grade
+from questions.rubrics import RubricUnavailable, gradable_from, rubric_hash, rubric_spec
+
+BANK = load_bank(content_dir=Path(settings.BASE_DIR) / "questions" / "content")
+
+
+def _stored(spec: dict) -> dict:
+    return json.loads(json.dumps(spec))  # what a JSONField gives back
+
+
+def _without_version(result) -> dict:
+    data = result.to_dict()
+    data.pop("rubric_version")
+    return data
+
+
+def test_every_question_and_follow_up_grades_the_same_from_its_stored_rubric():
+    graded = 0
+    for question in BANK.questions.values():
+        stored_question = _stored(question_spec(question))
+        items = [("", question), *((f.slug, f) for f in question.follow_ups)]
+        for follow_up, item in items:
+            spec = rubric_spec(item)
+            rebuilt = gradable_from(
+                question_spec=stored_question, rubric=_stored(spec), version=rubric_hash(spec), follow_up=follow_up
+            )
+            answers = [item.model_answer, "It is memory-bound because the weights are read every step."]
+            if item.type == "multiple_choice":
+                answers = [str(i) for i in range(len(item.choices))]
+            for answer in answers:
+                assert _without_version(grade(question=rebuilt, answer=answer)) == _without_version(
+                    grade(question=item, answer=answer)
+                ), (question.slug, follow_up, answer)
+                graded += 1
+            assert grade(question=rebuilt, answer=answers[0]).rubric_version == rubric_hash(spec)
+    assert graded > 200
+
+
+def test_the_hash_tracks_what_decides_a_grade():
+    question = BANK.question("prefill-decode-ttft")
+    spec = rubric_spec(question)
+    assert rubric_hash(_stored(spec)) == rubric_hash(spec)  # stable through storage
+    changed = _stored(spec)
+    changed["rubric"][0]["earns"] += " (reworded)"
+    assert rubric_hash(changed) != rubric_hash(spec)
+    synonym = _stored(spec)
+    concept = next(iter(synonym["concepts"]))
+    synonym["concepts"][concept].append("a new synonym")
+    assert rubric_hash(synonym) != rubric_hash(spec)
+
+
+def test_a_version_kept_from_before_full_storage_refuses_to_grade_with_a_clear_message():
+    question = BANK.question("prefill-decode-ttft")
+    legacy = {"type": "free_text", "rubric": [], "misconceptions": [], "choices": [], "numeric": None}
+    try:
+        gradable_from(question_spec=question_spec(question), rubric=legacy, version="v1")
+    except RubricUnavailable as error:
+        assert "sync_content" in str(error)
+    else:
+        raise AssertionError("a legacy rubric must not grade")
