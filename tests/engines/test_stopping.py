@@ -152,7 +152,7 @@ def test_serve_stops_on_two_sigterms_during_startup(tmp_path, llama_server):
     """Signals while the servers are still loading: the start-up unwinds, nothing is left."""
     env, _urls = _engine_env(tmp_path)
     process = subprocess.Popen([sys.executable, "-m", "engines.local", "serve"], cwd=ROOT, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                start_new_session=True)
     try:
         deadline = time.monotonic() + 60
@@ -167,7 +167,8 @@ def test_serve_stops_on_two_sigterms_during_startup(tmp_path, llama_server):
         process.send_signal(signal.SIGTERM)
         process.send_signal(signal.SIGTERM)
         _assert_all_stop(tree | _children_of(process.pid), started=started)
-        assert process.wait(timeout=1) in (0, 130)
+        code = process.wait(timeout=1)
+        assert code in (0, 130), process.stderr.read().decode(errors="replace")[-3000:]
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
