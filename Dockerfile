@@ -21,7 +21,7 @@ COPY engines ./engines
 COPY scripts ./scripts
 COPY templates ./templates
 COPY static ./static
-COPY manage.py ./
+COPY manage.py gunicorn.conf.py ./
 RUN pip install . && mkdir -p /app/var && chown -R prefill /app/var
 
 USER prefill

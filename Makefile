@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: run test venv check-python migrate content static worker engine engine-vllm lint bench clean
+.PHONY: run test venv check-python migrate content static worker engine engine-vllm lint bench clean backup restore
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Prefill needs Python 3.11 or newer; found " + sys.version.split()[0] + ". Install python3.11 (or set PYTHON=python3.12) and retry.")'
@@ -69,6 +69,29 @@ bench: venv
 	@echo "  $(PY) bench/grading_speed.py"
 	@echo "  $(PY) bench/harness_fidelity.py"
 	@echo "  $(PY) bench/lab_runs.py"
+
+# Back up and restore the docker compose deployment's PostgreSQL (README "Back up and restore").
+# pg_dump/pg_restore run inside the postgres container, so their version always matches the server.
+COMPOSE ?= docker compose
+BACKUP_DIR ?= backups
+BACKUP ?=
+
+backup:
+	@mkdir -p $(BACKUP_DIR)
+	@file=$(BACKUP_DIR)/prefill-$$(date -u +%Y%m%d-%H%M%S).pgdump; \
+	$(COMPOSE) exec -T postgres pg_dump -U prefill -d prefill --format=custom > $$file.partial \
+	  && mv $$file.partial $$file && echo "Backed up to $$file ($$(du -h $$file | cut -f1))" \
+	  || { rm -f $$file.partial; echo "Backup failed: is the postgres service up? ($(COMPOSE) ps)" >&2; exit 1; }
+
+# Replaces everything in the deployment's database with the backup, in one transaction.
+restore:
+	@test -n "$(BACKUP)" || { echo "Say which backup: make restore BACKUP=backups/prefill-YYYYMMDD-HHMMSS.pgdump" >&2; exit 1; }
+	@test -f "$(BACKUP)" || { echo "$(BACKUP) is not a file" >&2; exit 1; }
+	$(COMPOSE) stop web worker
+	$(COMPOSE) exec -T postgres pg_restore -U prefill -d prefill --clean --if-exists --no-owner --no-privileges \
+	  --single-transaction --exit-on-error < "$(BACKUP)"
+	$(COMPOSE) start web worker
+	@echo "Restored $(BACKUP); web ran migrate on start."
 
 clean:
 	rm -rf $(VENV) var/staticfiles .pytest_cache .ruff_cache

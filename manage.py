@@ -7,16 +7,12 @@ import sys
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    from config.env import ConfigError
+    from config.env import configuration_checked
 
-    try:
+    with configuration_checked():
         from django.core.management import execute_from_command_line
 
         execute_from_command_line(sys.argv)
-    except ConfigError as error:
-        # A misconfigured environment is the operator's to fix: one line, no traceback.
-        sys.stderr.write(f"Configuration error: {error}\n")
-        sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -14,3 +14,17 @@ def learner_activity(*, user: AbstractBaseUser) -> dict:
         "reviews_due": question_selectors.reviews_due_count(user=user),
         "lab_runs": lab_selectors.runs_of(user=user)[:20],
     }
+
+
+def learner_data_counts(*, user: AbstractBaseUser) -> dict:
+    """What the "Your data" and delete pages say Prefill holds, so the learner knows what goes."""
+    runs = lab_selectors.run_counts(user=user)
+    return {
+        "data_counts": {
+            "lessons": course_selectors.progress_count(user=user),
+            "attempts": question_selectors.attempt_count(user=user),
+            "review_cards": question_selectors.review_card_count(user=user),
+            "lab_runs": runs["runs"],
+        },
+        "active_runs": runs["active"],
+    }

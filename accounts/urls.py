@@ -8,6 +8,10 @@ app_name = "accounts"
 urlpatterns = [
     path("signup/", views.signup, name="signup"),
     path("me/", views.me, name="me"),
+    path("me/data/", views.your_data, name="your-data"),
+    path("me/data/prefill-data.json", views.export_json, name="export-json"),
+    path("me/data/lab-runs.csv", views.export_runs_csv, name="export-runs-csv"),
+    path("me/delete/", views.delete_account, name="delete-account"),
     path(
         "password/",
         auth_views.PasswordChangeView.as_view(

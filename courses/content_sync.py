@@ -33,6 +33,7 @@ class LessonFile:
     objectives: list[str]
     practice: list[str]
     labs: list[str]
+    checks: list[str]
     body: str
     body_line_offset: int
     text: str
@@ -68,7 +69,7 @@ def parse_lesson_file(path: Path) -> LessonFile:
             message="'minutes' must be a whole number from 1 to 240",
         )
     lists = {}
-    for key in ("objectives", "practice", "labs"):
+    for key in ("objectives", "practice", "labs", "checks"):
         value = front.get(key, [])
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             raise ContentError(
@@ -86,6 +87,7 @@ def parse_lesson_file(path: Path) -> LessonFile:
         objectives=lists["objectives"],
         practice=lists["practice"],
         labs=lists["labs"],
+        checks=lists["checks"],
         body="\n".join(lines[closing + 1 :]).rstrip("\n") + "\n",
         body_line_offset=closing + 1,
         text=text,
@@ -180,6 +182,7 @@ def sync_courses(*, content_dir: Path) -> CourseSyncResult:
                 "objectives": lesson_file.objectives,
                 "practice": lesson_file.practice,
                 "labs": lesson_file.labs,
+                "checks": lesson_file.checks,
                 "body": lesson_file.body,
                 "source_path": str(lesson_file.path.relative_to(content_dir.parent.parent)),
                 "content_hash": digest,
@@ -221,6 +224,10 @@ def sync_course_content(*, content_dir: Path) -> ContentSyncPart:
         ]
         references += [
             ContentReference(where=f"{lesson_file.path} (labs)", kind="lab", slug=lab) for lab in lesson_file.labs
+        ]
+        references += [
+            ContentReference(where=f"{lesson_file.path} (checks)", kind="question", slug=question)
+            for question in lesson_file.checks
         ]
     return ContentSyncPart(
         report=result.report, provides={"lesson": set(result.anchors)}, anchors=result.anchors, references=references

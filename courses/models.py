@@ -51,6 +51,7 @@ class Lesson(models.Model):
     objectives = models.JSONField(default=list)
     practice = models.JSONField(default=list, help_text="Question slugs")
     labs = models.JSONField(default=list, help_text="Lab slugs")
+    checks = models.JSONField(default=list, help_text="Question slugs answered in place on the lesson page")
     body = models.TextField(help_text="Markdown body")
     source_path = models.CharField(max_length=300)
     content_hash = models.CharField(max_length=64)

@@ -23,6 +23,10 @@ class Progress:
         return round(100 * self.done / self.total) if self.total else 0
 
 
+def live_lesson(*, slug: str) -> Lesson | None:
+    return Lesson.objects.live().select_related("module", "module__course").filter(slug=slug).first()
+
+
 def live_course() -> Course | None:
     return Course.objects.live().first()
 
@@ -111,6 +115,10 @@ def _progress(*, user: AbstractBaseUser, lessons) -> Progress:
     return Progress(done=counts["done"], total=counts["total"])
 
 
+def lesson_progress(*, user: AbstractBaseUser, lesson: Lesson) -> LessonProgress | None:
+    return LessonProgress.objects.filter(user=user, lesson=lesson).first()
+
+
 def module_progress(*, user: AbstractBaseUser, module: Module) -> Progress:
     return _progress(user=user, lessons=Lesson.objects.live().filter(module=module))
 
@@ -177,6 +185,16 @@ def rendered_lesson(*, lesson: Lesson) -> dict:
     return rendered
 
 
+def lesson_ref_section(*, ref: str) -> tuple[str, str, int] | None:
+    """(url, lesson title, reading minutes) for a `slug#anchor` reference, or None when not live."""
+    slug, _, anchor = ref.partition("#")
+    lesson = Lesson.objects.live().filter(slug=slug).only("slug", "title", "minutes").first()
+    if lesson is None:
+        return None
+    url = lesson.get_absolute_url()
+    return (f"{url}#{anchor}" if anchor else url, lesson.title, lesson.minutes)
+
+
 def lesson_ref_link(*, ref: str) -> tuple[str, str] | None:
     """(url, lesson title) for a `slug#anchor` reference, or None when the lesson is not live."""
     slug, _, anchor = ref.partition("#")
@@ -185,3 +203,24 @@ def lesson_ref_link(*, ref: str) -> tuple[str, str] | None:
         return None
     url = lesson.get_absolute_url()
     return (f"{url}#{anchor}" if anchor else url, lesson.title)
+
+
+def _iso(value) -> str | None:
+    return value.isoformat() if value else None
+
+
+def progress_export(*, user: AbstractBaseUser) -> list[dict]:
+    """The learner's lesson progress for their data export (docs/data-export.md)."""
+    return [
+        {
+            "lesson": progress.lesson.slug,
+            "lesson_title": progress.lesson.title,
+            "last_viewed_at": _iso(progress.last_viewed_at),
+            "completed_at": _iso(progress.completed_at),
+        }
+        for progress in LessonProgress.objects.filter(user=user).select_related("lesson").order_by("lesson__order")
+    ]
+
+
+def progress_count(*, user: AbstractBaseUser) -> int:
+    return LessonProgress.objects.filter(user=user).count()

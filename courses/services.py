@@ -19,3 +19,9 @@ def set_lesson_done(*, user: AbstractBaseUser, lesson: Lesson, done: bool) -> Le
         progress.completed_at = None
     progress.save(update_fields=["completed_at"])
     return progress
+
+
+def delete_progress_of(*, user: AbstractBaseUser) -> int:
+    """Part of deleting an account (accounts.services.delete_account): the learner's progress."""
+    deleted, _ = LessonProgress.objects.filter(user=user).delete()
+    return deleted

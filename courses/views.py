@@ -54,17 +54,36 @@ def _render_lesson(request: HttpRequest, lesson_slug: str) -> HttpResponse:
     if request.user.is_authenticated:
         progress = services.record_lesson_view(user=request.user, lesson=lesson)
     previous, following = selectors.lesson_neighbours(lesson=lesson)
+    rendered = selectors.rendered_lesson(lesson=lesson)
     context = {
         "lesson": lesson,
-        "rendered": selectors.rendered_lesson(lesson=lesson),
+        "rendered": rendered,
+        "body_parts": body_around_checks(rendered),
         "progress": progress,
         "previous": previous,
         "next": following,
         "practice_questions": question_selectors.questions_by_slug(slugs=lesson.practice),
         "try_labs": lab_selectors.labs_by_slug(slugs=lesson.labs),
-        **_progress_context(request, lesson),
+        "checks": lesson_checks(request, lesson),
+        **progress_context(request, lesson),
     }
     return render(request, "courses/lesson.html", context)
+
+
+REFERENCES_HEADING = '<h2 id="references"'
+
+
+def body_around_checks(rendered: dict) -> tuple[str, str]:
+    """The rendered body split before its References heading, where the checks go."""
+    html = rendered["html"]
+    before, heading, after = html.partition(REFERENCES_HEADING)
+    return (before, heading + after) if heading else (html, "")
+
+
+def lesson_checks(request: HttpRequest, lesson: Lesson) -> list[dict]:
+    """The lesson's checks with the learner's latest answers; their forms are built in the template
+    (questions' ``answer_form`` tag), so this page reads the questions app through its selectors only."""
+    return question_selectors.lesson_checks(user=request.user, slugs=lesson.checks)
 
 
 @login_required
@@ -77,14 +96,21 @@ def lesson_done(request: HttpRequest, lesson_slug: str) -> HttpResponse:
         return redirect(lesson.get_absolute_url())
     if request.htmx.boosted:
         return HttpResponseClientRefresh()
-    context = {"lesson": lesson, "progress": progress, **_progress_context(request, lesson)}
+    context = {"lesson": lesson, "progress": progress, **progress_context(request, lesson)}
     return render(request, "courses/lesson.html#progress-panel", context)
 
 
-def _progress_context(request: HttpRequest, lesson: Lesson) -> dict:
+def progress_context(request: HttpRequest, lesson: Lesson) -> dict:
     if not request.user.is_authenticated:
-        return {"module_progress": None, "course_progress": None}
+        return {"module_progress": None, "course_progress": None, "checks_progress": None}
+    checks = question_selectors.lesson_checks(user=request.user, slugs=lesson.checks)
     return {
         "module_progress": selectors.module_progress(user=request.user, module=lesson.module),
         "course_progress": selectors.course_progress(user=request.user, course=lesson.module.course),
+        "checks_progress": {
+            "answered": sum(1 for check in checks if check["latest"] is not None),
+            "total": len(checks),
+        }
+        if checks
+        else None,
     }

@@ -337,9 +337,9 @@ def start_local_engines(
     ``PREFILL_ENGINE_THREADS`` or every usable CPU. Raises
     ``BuildError`` or ``EngineError`` with a message for a human; nothing is left running then.
     """
-    serial_url = (serial_url or os.environ.get("LOCAL_ENGINE_URL") or DEFAULT_SERIAL_URL)
-    batched_url = (batched_url or os.environ.get("LOCAL_ENGINE_BATCHED_URL")
-                   or DEFAULT_BATCHED_URL)
+    configured = engine_environment()
+    serial_url = serial_url or configured.serial_url
+    batched_url = batched_url or configured.batched_url
     binary = ensure_llama_server().binary
     directory = directory or models_dir()
     models = ensure_models(sizes=sizes, precisions=precisions, directory=directory)
@@ -353,7 +353,7 @@ def start_local_engines(
     log_dir = log_dir or runtime_dir()
     preset = write_preset(path=log_dir / "models.ini", models=models, directory=directory,
                           default_model=model, real_models=reals)
-    threads = threads or int(os.environ.get("PREFILL_ENGINE_THREADS") or 0) or usable_cpus()
+    threads = threads or configured.threads or usable_cpus()
     configs = [
         EngineConfig(name="serial", url=serial_url.rstrip("/"), parallel=1, threads=threads,
                      ctx_per_slot=ctx_per_slot, default_model=model),
@@ -453,6 +453,25 @@ def _serve_until_stopped(*, engines: LocalEngines, model: str, stop: StopSignals
             state.unlink()
 
 
+@dataclass(frozen=True)
+class EngineEnvironment:
+    serial_url: str
+    batched_url: str
+    threads: int  # 0: every usable CPU
+
+
+def engine_environment() -> EngineEnvironment:
+    """The engine's variables, read and checked by the site's own readers (config/env.py), so a
+    bad value gives the same one-line message as every other process; raises ConfigError."""
+    from config.env import env_int, env_url
+
+    return EngineEnvironment(
+        serial_url=env_url("LOCAL_ENGINE_URL", default=DEFAULT_SERIAL_URL, schemes=("http",)).rstrip("/"),
+        batched_url=env_url("LOCAL_ENGINE_BATCHED_URL", default=DEFAULT_BATCHED_URL, schemes=("http",)).rstrip("/"),
+        threads=env_int("PREFILL_ENGINE_THREADS", default=0, minimum=0),
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m engines.local",
@@ -466,12 +485,14 @@ def main(argv: list[str] | None = None) -> int:
                                    "every usable CPU)")
     commands.add_parser("status", help="print JSON of what is up")
     args = parser.parse_args(argv)
+    from config.env import configuration_checked
+
+    # Checked before anything starts: a bad value must not wait for a 6-minute build to show.
+    with configuration_checked():
+        configured = engine_environment()
     if args.command == "serve":
         return serve(model=args.model, threads=args.threads)
-    urls = {
-        "serial": os.environ.get("LOCAL_ENGINE_URL", DEFAULT_SERIAL_URL).rstrip("/"),
-        "batched": os.environ.get("LOCAL_ENGINE_BATCHED_URL", DEFAULT_BATCHED_URL).rstrip("/"),
-    }
+    urls = {"serial": configured.serial_url, "batched": configured.batched_url}
     report = engine_status(urls=urls)
     print(json.dumps(report, indent=2))
     return 0 if all(entry["up"] for key, entry in report.items() if key in urls) else 1

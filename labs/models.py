@@ -196,3 +196,26 @@ class RunRequest(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.run_id} request {self.index}"
+
+
+class CohortResult(models.Model):
+    """A succeeded run's aggregate, kept for the cohort view after its learner deleted their account.
+
+    Anonymised by what it leaves out: no user, no run id, no prediction, no per-request rows or
+    timestamps, no error text, and the day it finished rather than the minute (a minute could be
+    matched against someone's login times). What stays is what the cohort chart plots: the lab,
+    the target and model, the swept parameters and the run's summary statistics.
+    """
+
+    lab = models.ForeignKey(Lab, on_delete=models.PROTECT, related_name="cohort_results")
+    target = models.ForeignKey(InferenceTarget, on_delete=models.PROTECT, related_name="cohort_results")
+    model_name = models.CharField(max_length=200)
+    params = models.JSONField(default=dict)
+    summary = models.JSONField()
+    finished_on = models.DateField()
+
+    class Meta:
+        ordering = ["-finished_on", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.lab.slug} on {self.target.name} ({self.finished_on:%Y-%m-%d}, former learner)"

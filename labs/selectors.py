@@ -1,6 +1,7 @@
 import csv
 import io
 import json
+from datetime import UTC, datetime
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
@@ -8,7 +9,7 @@ from django.db.models import Count, Q
 
 from core.versions import rendering_version
 from courses.rendering import render_lesson_body
-from labs.models import InferenceTarget, Lab, LabRun, RunRequest
+from labs.models import CohortResult, InferenceTarget, Lab, LabRun, RunRequest
 
 
 def rendered_guide(*, lab: Lab) -> str:
@@ -192,13 +193,141 @@ def queue_dashboard() -> dict:
     return {"active": active, "failures": failures, "targets": targets}
 
 
+COHORT_SIZE = 50
+
+
 def cohort_runs(*, lab: Lab):
     return (
         LabRun.objects.filter(lab=lab, status=LabRun.Status.SUCCEEDED)
         .select_related("user", "target")
-        .order_by("-finished_at")[:50]
+        .order_by("-finished_at")[:COHORT_SIZE]
     )
+
+
+def cohort_entries(*, lab: Lab) -> list[LabRun | CohortResult]:
+    """The cohort view's rows, newest first: current learners' succeeded runs, and the anonymised
+    aggregates learners left when they deleted their accounts (CohortResult, dated by day)."""
+
+    def when(entry: LabRun | CohortResult) -> datetime:
+        if isinstance(entry, CohortResult):
+            return datetime.combine(entry.finished_on, datetime.min.time(), tzinfo=UTC)
+        return entry.finished_at or entry.created_at
+
+    former = CohortResult.objects.filter(lab=lab).select_related("target")[:COHORT_SIZE]
+    entries: list[LabRun | CohortResult] = [*cohort_runs(lab=lab), *former]
+    return sorted(entries, key=when, reverse=True)[:COHORT_SIZE]
 
 
 def request_rows(*, run: LabRun, limit: int = 50) -> list[RunRequest]:
     return list(run.requests.order_by("-index")[:limit])
+
+
+def _iso(value) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _learner_runs(user: AbstractBaseUser):
+    return LabRun.objects.filter(user=user).select_related("lab", "target").order_by("created_at")
+
+
+def runs_export(*, user: AbstractBaseUser) -> list[dict]:
+    """The learner's runs with every request, for their data export (docs/data-export.md).
+
+    Targets appear by name only: their addresses and keys are the instructor's (stored records
+    already have the address replaced by the target's name).
+    """
+    return [
+        {
+            "id": run.pk,
+            "lab": run.lab.slug,
+            "lab_title": run.lab.title,
+            "target": run.target.name,
+            "model": run.model_name,
+            "params": run.params,
+            "prediction": run.prediction,
+            "status": run.status,
+            "created_at": _iso(run.created_at),
+            "started_at": _iso(run.started_at),
+            "finished_at": _iso(run.finished_at),
+            "requeue_count": run.requeue_count,
+            "error": run.error,
+            "summary": run.summary,
+            "requests": [
+                {
+                    "index": request.index,
+                    "warmup": request.warmup,
+                    "step": request.step,
+                    "ttft_s": request.ttft_s,
+                    "tpot_s": request.tpot_s,
+                    "e2e_s": request.e2e_s,
+                    "output_tokens": request.output_tokens,
+                    "prompt_tokens": request.prompt_tokens,
+                    "error_kind": request.error_kind,
+                    "record": request.record,
+                }
+                for request in run.requests.order_by("index")
+            ],
+        }
+        for run in _learner_runs(user)
+    ]
+
+
+RUNS_CSV_COLUMNS = [
+    "run_id",
+    "lab",
+    "lab_title",
+    "target",
+    "model",
+    "status",
+    "created_at",
+    "finished_at",
+    "params",
+    "prediction",
+    "measured_requests",
+    "succeeded_requests",
+    "ttft_p50_ms",
+    "tpot_p50_ms",
+    "output_tokens_per_s",
+    "error",
+]
+
+
+def _p50_ms(overall: dict, metric: str) -> str:
+    value = (overall.get(metric) or {}).get("p50")
+    return "" if value is None else f"{value * 1000:.2f}"
+
+
+def runs_csv(*, user: AbstractBaseUser) -> str:
+    """One row per lab run of this learner, oldest first (a spreadsheet's view of the export)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(RUNS_CSV_COLUMNS)
+    for run in _learner_runs(user):
+        overall = (run.summary or {}).get("overall") or {}
+        throughput = overall.get("output_tokens_per_s")
+        writer.writerow(
+            [
+                run.pk,
+                run.lab.slug,
+                run.lab.title,
+                run.target.name,
+                run.model_name,
+                run.status,
+                _iso(run.created_at),
+                _iso(run.finished_at) or "",
+                json.dumps(run.params, sort_keys=True),
+                run.prediction,
+                run.requests.filter(warmup=False).count(),
+                (overall.get("requests") or {}).get("succeeded", ""),
+                _p50_ms(overall, "ttft_s"),
+                _p50_ms(overall, "tpot_s"),
+                "" if throughput is None else f"{throughput:.2f}",
+                run.error,
+            ]
+        )
+    return buffer.getvalue()
+
+
+def run_counts(*, user: AbstractBaseUser) -> dict[str, int]:
+    runs = LabRun.objects.filter(user=user)
+    return {"runs": runs.count(), "active": runs.filter(status__in=LabRun.ACTIVE).count()}

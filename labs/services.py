@@ -1,9 +1,9 @@
 """Write-side logic for labs: submitting, dispatching, cancelling and reaping runs."""
 
 import logging
+import time
 from datetime import timedelta
 
-from celery import current_app
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
@@ -12,8 +12,9 @@ from django.db import transaction
 from django.db.models import Avg, F, Q
 from django.utils import timezone
 
+from core.queueing import send
 from labs.execution import finalise_summary, release_dead_lock
-from labs.models import InferenceTarget, Lab, LabRun
+from labs.models import CohortResult, InferenceTarget, Lab, LabRun
 from labs.plans import PlanError, build_steps, planned_requests
 from labs.targets import target_limits
 
@@ -73,7 +74,7 @@ def dispatch_run(*, run_id: int) -> None:
     """Send the run's task to its target's own queue (one worker, concurrency 1, per queue)."""
     run = LabRun.objects.select_related("target").get(pk=run_id)
     try:
-        current_app.send_task(RUN_LAB_TASK, kwargs={"run_id": run.pk}, queue=run.target.queue_name)
+        send(task_name=RUN_LAB_TASK, kwargs={"run_id": run.pk}, queue=run.target.queue_name)
     except Exception as error:
         logger.warning("could not dispatch run %s: %s", run.pk, error)
         return
@@ -141,8 +142,13 @@ def reap_stale_runs() -> dict[str, list[int]]:
             if run.status != LabRun.Status.RUNNING:
                 continue
             release_dead_lock(target=run.target, run_id=run.pk)
-            stored = run.requests.count()
-            if stored == 0 and run.requeue_count == 0 and not run.cancel_requested:
+            # Decided as the results and the message below count: a stored warm-up is not a
+            # measurement, so a run that only warmed up has lost nothing and is retried.
+            measured = run.requests.filter(warmup=False).count()
+            if measured == 0 and run.requeue_count == 0 and not run.cancel_requested:
+                # The next worker warms up again; a stale warm-up row would shift its indices
+                # and be exported as if it belonged to the retried run.
+                run.requests.all().delete()
                 run.status = LabRun.Status.QUEUED
                 run.requeue_count += 1
                 run.started_at = None
@@ -151,13 +157,11 @@ def reap_stale_runs() -> dict[str, list[int]]:
                 transaction.on_commit(lambda run_id=run.pk: dispatch_run(run_id=run_id))
                 outcome["requeued"].append(run.pk)
             else:
-                # Counted as the results count them: the warm-up is stored but not a measurement.
-                measured = run.requests.filter(warmup=False).count()
                 run.status = LabRun.Status.FAILED
                 run.finished_at = now
                 run.error = (
                     f"Worker lost: the process running this lab stopped. {measured} measured "
-                    f"request{'s' if measured != 1 else ''} are kept below."
+                    f"request{'s are' if measured != 1 else ' is'} kept below."
                 )
                 run.save(update_fields=["status", "finished_at", "error"])
                 finalise_summary(run=run)
@@ -190,3 +194,41 @@ def _queue_length(queue_name: str) -> int:
         return 1  # cannot tell: do not dispatch duplicates blindly
     finally:
         client.close()
+
+
+def stop_runs_of(*, user: AbstractBaseUser, wait_s: float) -> list[int]:
+    """Cancel the learner's queued and running runs, then give a running one's worker time to
+    notice (it checks every 0.3 s and writes nothing after the run leaves "running"), so it does
+    not write requests of a run about to be deleted. Returns the ids still running when the wait
+    ran out (their worker is dead or stuck)."""
+    for run in LabRun.objects.filter(user=user, status__in=LabRun.ACTIVE):
+        cancel_run(run=run)
+    deadline = time.monotonic() + wait_s
+    while True:
+        running = list(LabRun.objects.filter(user=user, status=LabRun.Status.RUNNING).values_list("pk", flat=True))
+        if not running or time.monotonic() >= deadline:
+            return running
+        time.sleep(0.2)
+
+
+def delete_runs_of(*, user: AbstractBaseUser) -> int:
+    """Part of deleting an account (accounts.services.delete_account): the learner's runs and
+    every request go; each succeeded run first leaves an anonymised CohortResult, so the cohort
+    view keeps its figures without the person. Returns how many runs were deleted."""
+    runs = LabRun.objects.filter(user=user)
+    CohortResult.objects.bulk_create(
+        [
+            CohortResult(
+                lab_id=run.lab_id,
+                target_id=run.target_id,
+                model_name=run.model_name,
+                params=run.params,
+                summary=run.summary,
+                finished_on=timezone.localdate(run.finished_at),
+            )
+            for run in runs.filter(status=LabRun.Status.SUCCEEDED, finished_at__isnull=False, summary__isnull=False)
+        ]
+    )
+    count = runs.count()
+    runs.delete()  # their requests go with them (RunRequest.run cascades)
+    return count

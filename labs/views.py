@@ -9,7 +9,7 @@ from core.access import staff_only
 from courses.selectors import lesson_ref_link
 from labs import selectors, services
 from labs.forms import RunForm
-from labs.models import Lab, LabRun
+from labs.models import CohortResult, Lab, LabRun
 from questions import selectors as question_selectors
 
 
@@ -194,24 +194,32 @@ def cohort(request: HttpRequest, lab_slug: str) -> HttpResponse:
     from labs.charts import compare_svg
 
     lab = get_object_or_404(Lab.objects.live(), slug=lab_slug)
-    runs = list(selectors.cohort_runs(lab=lab))
     show_names = request.user.is_staff
+    entries = selectors.cohort_entries(lab=lab)
 
-    def label(index: int, run: LabRun) -> str:
-        if show_names or run.user_id == request.user.pk:
-            return f"{run.user.username} · run {run.pk}" if show_names else f"you · run {run.pk}"
+    def label(index: int, entry: LabRun | CohortResult) -> str:
+        if isinstance(entry, CohortResult):
+            return f"former learner {index + 1}"
+        if show_names or entry.user_id == request.user.pk:
+            return f"{entry.user.username} · run {entry.pk}" if show_names else f"you · run {entry.pk}"
         return f"learner {index + 1}"
 
     chart = (
         compare_svg(
-            runs=[{"label": label(i, run), "summary": run.summary} for i, run in enumerate(runs) if run.summary],
+            runs=[{"label": label(i, e), "summary": e.summary} for i, e in enumerate(entries) if e.summary],
             lab_slug=lab.slug,
         )
-        if runs
+        if entries
         else ""
     )
     rows = [
-        {"label": label(i, run), "run": run, "overall": (run.summary or {}).get("overall") or {}}
-        for i, run in enumerate(runs)
+        {
+            "label": label(i, entry),
+            "target": entry.target.name,
+            "finished": entry.finished_at if isinstance(entry, LabRun) else None,
+            "finished_on": entry.finished_on if isinstance(entry, CohortResult) else None,
+            "overall": (entry.summary or {}).get("overall") or {},
+        }
+        for i, entry in enumerate(entries)
     ]
     return render(request, "labs/cohort.html", {"lab": lab, "rows": rows, "chart": chart, "show_names": show_names})

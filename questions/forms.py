@@ -36,3 +36,18 @@ class ChoiceAnswerForm(AnswerForm):
     def __init__(self, *args, choices: list[str], **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["answer"].choices = [(str(index), text) for index, text in enumerate(choices)]
+
+
+def answer_form_for(*, question, data=None, auto_id: str = "id_%s") -> AnswerForm:
+    """The form that takes a main answer to `question` (free text, numeric or a choice).
+
+    `auto_id` keeps element ids unique when several forms share a page (a lesson's checks).
+    """
+    from questions.models import Question
+
+    if question.kind == Question.Kind.NUMERIC:
+        return NumericAnswerForm(data, auto_id=auto_id)
+    if question.kind == Question.Kind.MULTIPLE_CHOICE:
+        choices = [choice["text"] for choice in question.spec.get("choices", [])]
+        return ChoiceAnswerForm(data, choices=choices, auto_id=auto_id)
+    return AnswerForm(data, auto_id=auto_id)

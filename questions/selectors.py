@@ -76,6 +76,25 @@ def questions_in_set(*, question_set: QuestionSet, user: AbstractBaseUser | Anon
     return questions
 
 
+def lesson_checks(*, user: AbstractBaseUser | AnonymousUser, slugs: list[str]) -> list[dict]:
+    """A lesson's in-place checks: each live question in the given order with the learner's latest
+    main-answer attempt (None before they answer, and always None for an anonymous visitor)."""
+    found = {q.slug: q for q in Question.objects.live().filter(slug__in=slugs)}
+    questions = [found[slug] for slug in slugs if slug in found]
+    latest: dict[int, Attempt] = {}
+    if user.is_authenticated and questions:
+        for attempt in Attempt.objects.filter(user=user, follow_up="", question__in=questions).order_by("-created_at"):
+            latest.setdefault(attempt.question_id, attempt)
+    return [{"question": question, "latest": latest.get(question.pk)} for question in questions]
+
+
+def set_siblings(*, question: Question) -> list[Question]:
+    """The other live questions of the question's set, in the set's order ("Also asked about")."""
+    return list(
+        question.question_set.questions.live().exclude(pk=question.pk).only("slug", "prompt", "order")
+    )
+
+
 def attempts_for(*, user: AbstractBaseUser, question: Question, follow_up: str | None = None):
     attempts = Attempt.objects.filter(user=user, question=question).select_related("rubric")
     if follow_up is not None:
@@ -120,3 +139,47 @@ def follow_up_spec(*, question: Question, follow_up: str) -> dict | None:
         if item.get("slug") == follow_up:
             return item
     return None
+
+
+def _iso(value) -> str | None:
+    return value.isoformat() if value else None
+
+
+def practice_export(*, user: AbstractBaseUser) -> dict[str, list[dict]]:
+    """The learner's answers with their mark sheets, revealed model answers and review cards, for
+    their data export (docs/data-export.md)."""
+    return {
+        "attempts": [
+            {
+                "id": attempt.pk,
+                "question": attempt.question.slug,
+                "question_prompt": attempt.question.prompt,
+                "follow_up": attempt.follow_up,
+                "answer": attempt.answer,
+                "score": attempt.score,
+                "max_score": attempt.max_score,
+                "percent": attempt.percent,
+                "rubric_version": attempt.rubric_version,
+                # The mark sheet as graded: per-criterion results with their evidence, misconceptions.
+                "mark_sheet": attempt.result,
+                "judge_status": attempt.judge_status,
+                "judge_result": attempt.judge_result,
+                "flagged_for_review": attempt.flagged_for_review,
+                "created_at": _iso(attempt.created_at),
+            }
+            for attempt in Attempt.objects.filter(user=user).select_related("question").order_by("created_at")
+        ],
+        "model_answers_revealed": [
+            {"question": reveal.question.slug, "revealed_at": _iso(reveal.revealed_at)}
+            for reveal in ModelAnswerReveal.objects.filter(user=user).select_related("question").order_by("revealed_at")
+        ],
+        "review_cards": [
+            {"question": card.question.slug, "due": _iso(card.due), "last_rating": card.last_rating,
+             "fsrs_card": card.card}
+            for card in ReviewCard.objects.filter(user=user).select_related("question").order_by("due")
+        ],
+    }
+
+
+def review_card_count(*, user: AbstractBaseUser) -> int:
+    return ReviewCard.objects.filter(user=user).count()

@@ -3,7 +3,6 @@
 import time
 from datetime import timedelta
 
-from celery import current_app
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
@@ -11,9 +10,10 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from core.queueing import send
 from questions.grading import grade
 from questions.grading.judge import combine, judge
-from questions.models import Attempt, ModelAnswerReveal, Question, Rubric
+from questions.models import Attempt, ModelAnswerReveal, Question, ReviewCard, Rubric
 from questions.review import schedule_review
 from questions.rubrics import RubricUnavailable, gradable_from
 from questions.selectors import current_rubric, follow_up_spec
@@ -112,7 +112,7 @@ def judge_configured() -> bool:
 
 def _enqueue_judge(*, attempt_id: int) -> None:
     try:
-        current_app.send_task(JUDGE_ATTEMPT_TASK, kwargs={"attempt_id": attempt_id})
+        send(task_name=JUDGE_ATTEMPT_TASK, kwargs={"attempt_id": attempt_id})
     except Exception:
         Attempt.objects.filter(pk=attempt_id).update(judge_status=Attempt.JudgeStatus.FAILED)
 
@@ -180,3 +180,11 @@ def settle_stale_judgements() -> list[int]:
 
 def reveal_model_answer(*, user: AbstractBaseUser, question: Question) -> None:
     ModelAnswerReveal.objects.get_or_create(user=user, question=question)
+
+
+def delete_practice_of(*, user: AbstractBaseUser) -> None:
+    """Part of deleting an account (accounts.services.delete_account): the learner's answers and
+    mark sheets, revealed model answers and review cards. Rubric rows are content, not theirs."""
+    Attempt.objects.filter(user=user).delete()
+    ModelAnswerReveal.objects.filter(user=user).delete()
+    ReviewCard.objects.filter(user=user).delete()

@@ -5,10 +5,12 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from courses.selectors import lesson_ref_link
+from courses import selectors as lesson_selectors
+from courses import views as lesson_views
+from courses.selectors import lesson_ref_link, lesson_ref_section
 from labs import selectors as lab_selectors
 from questions import selectors, services
-from questions.forms import AnswerForm, ChoiceAnswerForm, NumericAnswerForm
+from questions.forms import AnswerForm, ChoiceAnswerForm, NumericAnswerForm, answer_form_for
 from questions.models import Attempt, Question, QuestionSet
 from questions.review import due_reviews, upcoming_reviews
 
@@ -65,6 +67,10 @@ def _question_context(request: HttpRequest, question: Question, *, form=None, fo
             }
         )
     lab = lab_selectors.lab_for_slug(slug=question.lab_slug) if question.lab_slug else None
+    # Anonymous visitors get the public interview-prep page (answer, follow-ups, what gets marked
+    # up, the set's other questions); a signed-in learner still answers before seeing the answer.
+    public_page = not user.is_authenticated
+    siblings = selectors.set_siblings(question=question)
     return {
         "question": question,
         "spec": question.spec,
@@ -75,7 +81,11 @@ def _question_context(request: HttpRequest, question: Question, *, form=None, fo
         "follow_ups": follow_ups,
         "history": [attempt for attempt in attempts if not attempt.follow_up][:10],
         "lesson_link": lesson_ref_link(ref=question.lesson_ref) if question.lesson_ref else None,
+        "lesson_section": lesson_ref_section(ref=question.lesson_ref) if question.lesson_ref else None,
         "lab": lab,
+        "public_page": public_page,
+        "siblings": siblings,
+        "set_total": len(siblings) + 1,
     }
 
 
@@ -205,3 +215,58 @@ def mock_interview(request: HttpRequest, set_slug: str) -> HttpResponse:
         "next_url": f"?step={step + 1}&minutes={minutes}",
     }
     return render(request, "questions/interview.html", context)
+
+
+@login_required
+@require_POST
+def lesson_check(request: HttpRequest, lesson_slug: str, question_slug: str) -> HttpResponse:
+    """Answer one of the lesson's checks in place: grade it, then show the score and worked answer.
+
+    With htmx the check's card is swapped; without JavaScript the browser returns to the check on
+    the lesson page. The attempt is an ordinary practice attempt (mark sheet, review schedule).
+    """
+    lesson = lesson_selectors.live_lesson(slug=lesson_slug)
+    if lesson is None:
+        raise Http404("No such lesson")
+    if question_slug not in lesson.checks:
+        raise Http404("That question is not a check in this lesson")
+    question = get_object_or_404(Question.objects.live(), slug=question_slug)
+    form = answer_form_for(question=question, data=request.POST, auto_id=f"check-{question.slug}-%s")
+    if form.is_valid():
+        try:
+            services.submit_answer(
+                user=request.user, question=question, answer=str(form.cleaned_data["answer"] or "")
+            )
+        except ValidationError as error:
+            form.add_error("answer", error)
+        except services.RateLimited as error:
+            form.add_error(None, str(error))
+        else:
+            if not request.htmx:
+                return redirect(f"{lesson.get_absolute_url()}#check-{question.slug}")
+    checks = lesson_views.lesson_checks(request, lesson)
+    check = next(item for item in checks if item["question"].slug == question_slug)
+    if form.errors:
+        check["form"] = form  # the template's answer_form tag shows this one, errors and all
+    if not request.htmx:
+        rendered = lesson_selectors.rendered_lesson(lesson=lesson)
+        context = {
+            "lesson": lesson,
+            "rendered": rendered,
+            "body_parts": lesson_views.body_around_checks(rendered),
+            "checks": checks,
+            **lesson_views.progress_context(request, lesson),
+        }
+        return render(request, "courses/lesson.html", context, status=422)
+    response = render(request, "courses/lesson.html#lesson-check", {"lesson": lesson, "check": check})
+    # The progress panel counts answered checks; refresh it out of band.
+    response.content += render(
+        request,
+        "courses/lesson.html#progress-panel-oob",
+        {
+            "lesson": lesson,
+            "progress": lesson_selectors.lesson_progress(user=request.user, lesson=lesson),
+            **lesson_views.progress_context(request, lesson),
+        },
+    ).content
+    return response

@@ -179,8 +179,10 @@ def celery_worker(broker):
     """Start real `celery worker` processes consuming the given queues."""
     workers: list[subprocess.Popen] = []
 
-    def start(*queues: str, extra_env: dict | None = None) -> subprocess.Popen:
+    def start(*queues: str, extra_env: dict | None = None, log_path: Path | None = None) -> subprocess.Popen:
+        """`log_path`: the worker's output goes there (to assert on), else to the test's output."""
         env = service_env(redis_url=broker["url"], LAB_HEARTBEAT_S="1", **(extra_env or {}))
+        log = log_path.open("w") if log_path is not None else None
         process = subprocess.Popen(
             [
                 *CELERY,
@@ -198,8 +200,12 @@ def celery_worker(broker):
             ],
             cwd=ROOT,
             env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT if log is not None else None,
             start_new_session=True,
         )
+        if log is not None:
+            log.close()  # the worker holds its own descriptor
         workers.append(process)
         return process
 

@@ -41,6 +41,13 @@ Figures (GPU and model slugs come from courses/inference/catalogue/):
   Spread of P99 estimates from repeated samples of n long-tailed latencies (seeded).
 - tensor_parallel model=llama-3.1-70b gpu=h100-sxm precision=bf16
   Weights per GPU and the batch-1 decode bound for TP = 1, 2, 4, 8; all-reduce not included.
+- moe_weights_read models=a,b (MoE only) max_batch=256
+  Share of all weights a decode step reads against batch: the expected union of routed experts.
+- weight_formats gpu model
+  Checkpoint GB in BF16, FP8, INT4 g128, NVFP4, MXFP4 (embeddings/head in BF16) and the
+  batch-1 decode bound each gives.
+- decode_step_split gpu model precision=bf16 kv_precision=bf16
+  Batch-1 decode step bound against context (log x), split into weight reads and KV reads.
 """
 
 from courses.figures import concepts, inference  # noqa: F401  (importing registers the figures)

@@ -310,9 +310,21 @@ def kv_cache_growth(*, models: tuple[Model, ...], kv_precision: str, max_context
     fig, ax = new_figure()
     for colour, model in zip(SERIES, models, strict=False):
         end = min(max_context, model.max_context)
-        contexts = np.array([0, end])  # linear in context: two points are the whole line
-        per_token = im.model_kv_bytes_per_token(model=model, kv_precision=kv_precision)
-        gib = contexts * per_token / GIB
+        # Piecewise linear: every layer grows up to the sliding window (if any), then only the
+        # full-attention layers do, so three points draw the line exactly.
+        knots = {1, end} | ({model.sliding_window} if 0 < model.sliding_window < end else set())
+        contexts = np.array([0, *sorted(knots)])
+        gib = (
+            np.array(
+                [0.0]
+                + [
+                    im.kv_bytes_per_sequence(model=model, kv_precision=kv_precision, context=c)
+                    for c in contexts[1:]
+                ]
+            )
+            / GIB
+        )
+        per_token = im.long_context_kv_bytes_per_token(model=model, kv_precision=kv_precision)
         label = (
             f"{model.name} ({significant(value=per_token / 1024, digits=4, strip=True)} KiB/token)"
         )
@@ -354,7 +366,8 @@ def kv_cache_growth(*, models: tuple[Model, ...], kv_precision: str, max_context
     legend(ax=ax, loc="upper left")
     note(
         figure=fig,
-        text="2 (K and V) × layers × KV heads × head dim × bytes per element, per token.",
+        text="Per token: 2 (K and V) × layers × KV heads × head dim × bytes; MLA caches "
+        "layers × (latent + RoPE key); sliding-window layers stop growing at their window.",
     )
     return fig
 
@@ -615,5 +628,205 @@ def tensor_parallel(*, model: Model, gpu: Gpu, precision: str) -> Figure:
         figure=fig,
         text="Hatched: does not fit. All-reduce cost not included (two per layer), so real "
         "scaling is below these bars; context 4,096 tokens, KV in bf16.",
+    )
+    return fig
+
+
+@figure(
+    name="moe_weights_read",
+    summary="Weight bytes a decode step reads against batch size (log x) for MoE models, as a "
+    "share of all their weights: the expected union of routed experts, E × (1 − (1 − k/E)^B).",
+    args=(
+        Arg(name="models", kind="models", help="MoE models to compare", required=True),
+        Arg(
+            name="max_batch",
+            kind="int",
+            help="largest batch drawn",
+            default="256",
+            low=2,
+            high=4096,
+        ),
+    ),
+)
+def moe_weights_read(*, models: tuple[Model, ...], max_batch: int) -> Figure:
+    dense = [model.name for model in models if not model.is_moe]
+    if dense:
+        raise ValueError(f"moe_weights_read needs MoE models; {', '.join(dense)} is dense")
+    batches = sorted({round(value) for value in np.geomspace(1, max_batch, 80)})
+    fig, ax = new_figure()
+    for colour, model in zip(SERIES, models, strict=False):
+        shares = [
+            100 * im.params_read(model=model, tokens=batch) / model.params_total
+            for batch in batches
+        ]
+        label = (
+            f"{model.name}: {model.experts_per_token} of {model.experts} experts, "
+            f"{100 * model.params_active / model.params_total:.0f}% at batch 1"
+        )
+        ax.semilogx(batches, shares, color=colour, linewidth=2.2, label=label)
+        for batch in (8, 64):
+            if batch <= max_batch:
+                share = 100 * im.params_read(model=model, tokens=batch) / model.params_total
+                ax.plot([batch], [share], "o", color=colour, markersize=4)
+    ax.set_ylim(0, 105)
+    ax.set_xlim(1, max_batch)
+    ax.set_xlabel("Tokens in the decode step (batch size)")
+    ax.set_ylabel("Weights read per step (% of all)")
+    ax.set_title("A batch reads the union of its tokens' experts")
+    legend(ax=ax, loc="lower right")
+    note(
+        figure=fig,
+        text="Uniform, independent routing: expected distinct experts per MoE layer "
+        "E × (1 − (1 − k/E)^B). Real routers are skewed, which lowers the union but loads some "
+        "experts (and GPUs) more than others.",
+    )
+    return fig
+
+
+FORMAT_ORDER = ("bf16", "fp8", "int4", "nvfp4", "mxfp4")
+
+
+@figure(
+    name="weight_formats",
+    summary="Checkpoint size of a model in BF16, FP8, INT4 (group 128), NVFP4 and MXFP4 with the "
+    "embeddings and head kept in BF16, and the batch-1 decode bound each gives on a GPU.",
+    args=(_gpu_arg(), _model_arg()),
+)
+def weight_formats(*, gpu: Gpu, model: Model) -> Figure:
+    sizes = [
+        im.checkpoint_weight_bytes(model=model, precision=precision) / 1e9
+        for precision in FORMAT_ORDER
+    ]
+    rates = [
+        gpu.memory_bandwidth_bytes_per_s / (size * 1e9)
+        if not model.is_moe
+        else gpu.memory_bandwidth_bytes_per_s
+        / (size * 1e9 * im.params_read(model=model, tokens=1) / model.params_total)
+        for size in sizes
+    ]
+    fig, ax = new_figure()
+    positions = np.arange(len(FORMAT_ORDER))
+    bars = ax.bar(positions, sizes, color=[BLUE, GREEN, ORANGE, PURPLE, RED], width=0.6)
+    for bar, size, rate in zip(bars, sizes, rates, strict=True):
+        ax.annotate(
+            f"{significant(value=size)} GB\n≤ {significant(value=rate)} tok/s",
+            xy=(bar.get_x() + bar.get_width() / 2, size),
+            xytext=(0, 3),
+            textcoords="offset points",
+            ha="center",
+            va="bottom",
+            color=GREY,
+            fontsize=9,
+        )
+    ax.axhline(gpu.memory_bytes / 1e9, color=RED, linestyle="--", linewidth=1.2)
+    ax.annotate(
+        f"{gpu.name}: {gpu.memory_label}",
+        xy=(len(FORMAT_ORDER) - 0.5, gpu.memory_bytes / 1e9),
+        xytext=(0, 4),
+        textcoords="offset points",
+        ha="right",
+        color=RED,
+        fontsize=9,
+    )
+    ax.set_xticks(positions, ["BF16", "FP8", "INT4 g128", "NVFP4", "MXFP4"])
+    ax.set_ylabel("Weights (GB)")
+    ax.set_ylim(0, max(max(sizes), gpu.memory_bytes / 1e9) * 1.25)
+    _title(figure=fig, text=f"{model.name}: bytes per format and batch-1 decode bound")
+    note(
+        figure=fig,
+        text="Bits per weight: FP8 8, INT4 4 + 16/128, NVFP4 4 + 8/16, MXFP4 4 + 8/32; embeddings "
+        "and LM head stay BF16. Bound = bytes read per step ÷ bandwidth (KV cache not counted).",
+    )
+    return fig
+
+
+def _kv_passes_weights(
+    *, model: Model, kv_precision: str, weight_ms: float, bandwidth: float
+) -> int | None:
+    """Smallest context whose KV read takes as long as the weight read (None within the model)."""
+
+    def kv_ms(context: int) -> float:
+        kv = im.kv_bytes_per_sequence(model=model, kv_precision=kv_precision, context=context)
+        return kv / bandwidth * 1e3
+
+    if kv_ms(model.max_context) < weight_ms:
+        return None
+    low, high = 1, model.max_context
+    while high - low > 1:
+        middle = (low + high) // 2
+        if kv_ms(middle) >= weight_ms:
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+@figure(
+    name="decode_step_split",
+    summary="Batch-1 decode step bound against context length for one model on one GPU, split "
+    "into the time to read the weights and the time to read the KV cache.",
+    args=(
+        _gpu_arg(),
+        _model_arg(),
+        _weights_arg(),
+        _kv_arg(),
+    ),
+)
+def decode_step_split(*, gpu: Gpu, model: Model, precision: str, kv_precision: str) -> Figure:
+    contexts = np.geomspace(1024, model.max_context, 60).round().astype(int)
+    bandwidth = gpu.memory_bandwidth_bytes_per_s
+    weights_ms = (
+        im.params_read(model=model, tokens=1) * im.bytes_per_element(precision=precision)
+        / bandwidth
+        * 1e3
+    )
+    kv_ms = np.array(
+        [
+            im.kv_bytes_per_sequence(model=model, kv_precision=kv_precision, context=int(c))
+            / bandwidth
+            * 1e3
+            for c in contexts
+        ]
+    )
+    fig, ax = new_figure()
+    ax.stackplot(
+        contexts,
+        np.full(len(contexts), weights_ms),
+        kv_ms,
+        colors=[BLUE, ORANGE],
+        alpha=0.85,
+        labels=["read the weights", "read the KV cache (attention)"],
+    )
+    crossing = _kv_passes_weights(
+        model=model, kv_precision=kv_precision, weight_ms=weights_ms, bandwidth=bandwidth
+    )
+    if crossing is not None:
+        ax.axvline(crossing, color=GREY, linestyle=":", linewidth=1)
+        ax.annotate(
+            f"cache reads pass weight reads\nnear {crossing:,} tokens",
+            xy=(crossing, weights_ms),
+            xytext=(-10, 45),
+            textcoords="offset points",
+            ha="right",
+            color=GREY,
+            fontsize=9,
+        )
+    ax.set_xscale("log", base=2)
+    ax.set_xlim(contexts[0], contexts[-1])
+    ax.set_ylim(bottom=0)
+    ax.xaxis.set_major_formatter(
+        lambda value, _position: f"{value / 1024:g}k" if value >= 1024 else f"{value:g}"
+    )
+    ax.set_xlabel("Context length (tokens, log scale)")
+    ax.set_ylabel("Decode step, batch 1 (ms, lower bound)")
+    _title(
+        figure=fig,
+        text=f"{model.name} {precision} weights, {kv_precision} KV on {gpu.name}",
+    )
+    legend(ax=ax, loc="upper left")
+    note(
+        figure=fig,
+        text="Memory time only: (weights read + KV bytes of one sequence) ÷ bandwidth. Attention "
+        "reads the whole cache every step, at about one FLOP per byte per query head sharing it.",
     )
     return fig

@@ -33,7 +33,12 @@ Modelling choices (each is a decision, written down so a lesson can quote it):
   2 x layers x heads x head_dim x P x (P + 1) (token i attends to i tokens); bytes = weights read
   once + the KV written. Time >= max(FLOPs / peak, bytes / bandwidth).
 - Every bound is a speed of light: peak numbers, perfect overlap, no kernel launch or scheduling
-  cost, no communication. Real engines reach 50-80 % of the memory bound in decode.
+  cost, no communication. The course plans with ONE achievable range for decode,
+  `ACHIEVABLE_BANDWIDTH_FRACTION` = 60-80 % of the memory bound (a tuned GPU engine, a model of
+  7B or more, batch 1; small models and CPU engines sit lower). It is a rule of thumb tied to the
+  model bandwidth utilisation (MBU) measure of Databricks' "LLM Inference Performance
+  Engineering: Best Practices" (2023), not a datasheet constant; lessons, labs and rubrics all
+  quote this one range (the roofline lesson's "How close real engines get").
 """
 
 from __future__ import annotations
@@ -44,15 +49,22 @@ from typing import Literal
 
 from courses.inference.specs import Gpu, Model
 
-Precision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
-PRECISIONS: tuple[str, ...] = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
+Precision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4", "mxfp4", "nvfp4"]
+PRECISIONS: tuple[str, ...] = ("fp32", "fp16", "bf16", "fp8", "int8", "int4", "mxfp4", "nvfp4")
 # Weight formats a serving engine runs a model in (fp32 inference is not a serving setup).
-WEIGHT_PRECISIONS: tuple[str, ...] = ("fp16", "bf16", "fp8", "int8", "int4")
+WEIGHT_PRECISIONS: tuple[str, ...] = ("fp16", "bf16", "fp8", "int8", "int4", "mxfp4", "nvfp4")
 KV_PRECISIONS: tuple[str, ...] = ("fp16", "bf16", "fp8", "int8")
 
 INT4_GROUP_SIZE = 128
 INT4_SCALE_BYTES = 2
+# OCP Microscaling MXFP4: E2M1 values, one E8M0 (1-byte) scale per block of 32 -> 4.25 bits.
+# NVIDIA NVFP4: E2M1 values, one FP8 E4M3 (1-byte) scale per block of 16 -> 4.5 bits (plus one
+# FP32 scale per tensor, negligible).
+MXFP4_BLOCK = 32
+NVFP4_BLOCK = 16
 RUNTIME_RESERVE_FRACTION = 0.10
+# Fraction of the decode memory bound a tuned GPU engine reaches (see the module docstring).
+ACHIEVABLE_BANDWIDTH_FRACTION: tuple[float, float] = (0.60, 0.80)
 SECONDS_PER_HOUR = 3600
 
 _BYTES: dict[str, float] = {
@@ -62,6 +74,8 @@ _BYTES: dict[str, float] = {
     "fp8": 1.0,
     "int8": 1.0,
     "int4": 0.5 + INT4_SCALE_BYTES / INT4_GROUP_SIZE,
+    "mxfp4": 0.5 + 1 / MXFP4_BLOCK,
+    "nvfp4": 0.5 + 1 / NVFP4_BLOCK,
 }
 
 Bound = Literal["memory", "compute"]
@@ -93,6 +107,26 @@ def model_weight_bytes(*, model: Model, precision: str) -> float:
     return weight_bytes(params=model.params_total, precision=precision)
 
 
+def embedding_params(*, model: Model) -> int:
+    """Parameters in the input embedding table plus the LM head (one table when tied)."""
+    return model.vocab_size * model.hidden_size * (1 if model.tied_embeddings else 2)
+
+
+def checkpoint_weight_bytes(*, model: Model, precision: str) -> float:
+    """Bytes of a quantized checkpoint as it is usually published: embeddings and head in 16-bit.
+
+    vLLM's FP8 mode and most GPTQ/AWQ checkpoints quantize the transformer layers and keep the
+    embedding table and LM head in BF16; the lessons' tables use this convention (Llama 3.1 8B:
+    9.08 GB FP8, 5.70 GB int4-g128; Llama 3.1 70B: 39.5 GB int4-g128).
+    """
+    sixteen_bit = bytes_per_element(precision="bf16")
+    if bytes_per_element(precision=precision) >= sixteen_bit:
+        return model_weight_bytes(model=model, precision=precision)
+    embeddings = embedding_params(model=model)
+    body = model.params_total - embeddings
+    return body * bytes_per_element(precision=precision) + embeddings * sixteen_bit
+
+
 def kv_bytes_per_token(*, layers: int, kv_heads: int, head_dim: int, kv_precision: str) -> float:
     """2 (K and V) x layers x KV heads x head dim x bytes per element."""
     _require_positive(layers=layers, kv_heads=kv_heads, head_dim=head_dim)
@@ -100,18 +134,64 @@ def kv_bytes_per_token(*, layers: int, kv_heads: int, head_dim: int, kv_precisio
     return 2 * layers * kv_heads * head_dim * bytes_per_element(precision=kv_precision)
 
 
-def model_kv_bytes_per_token(*, model: Model, kv_precision: str) -> float:
+def mla_kv_bytes_per_token(
+    *, layers: int, kv_lora_rank: int, qk_rope_head_dim: int, kv_precision: str
+) -> float:
+    """MLA caches one latent of kv_lora_rank plus one shared RoPE key per layer, not 2 x heads x d.
+
+    DeepSeek-V2 (arXiv:2405.04434) section 2.1: the cache per token per layer is
+    (d_c + d_h^R) elements; keys and values for every head are re-expanded from the latent (or the
+    expansion is absorbed into the query and output projections at decode).
+    """
+    _require_positive(layers=layers, kv_lora_rank=kv_lora_rank, qk_rope_head_dim=qk_rope_head_dim)
+    _require_precision(precision=kv_precision, allowed=PRECISIONS, what="kv_precision")
+    return layers * (kv_lora_rank + qk_rope_head_dim) * bytes_per_element(precision=kv_precision)
+
+
+def _layer_kv_bytes_per_token(*, model: Model, layers: int, kv_precision: str) -> float:
+    if layers == 0:
+        return 0.0
+    if model.is_mla:
+        return mla_kv_bytes_per_token(
+            layers=layers,
+            kv_lora_rank=model.kv_lora_rank,
+            qk_rope_head_dim=model.qk_rope_head_dim,
+            kv_precision=kv_precision,
+        )
     return kv_bytes_per_token(
-        layers=model.layers,
-        kv_heads=model.kv_heads,
-        head_dim=model.head_dim,
-        kv_precision=kv_precision,
+        layers=layers, kv_heads=model.kv_heads, head_dim=model.head_dim, kv_precision=kv_precision
+    )
+
+
+def model_kv_bytes_per_token(*, model: Model, kv_precision: str) -> float:
+    """KV bytes one token adds while the context is shorter than any sliding window.
+
+    GQA: 2 x layers x KV heads x head dim x bytes; MLA: layers x (kv_lora_rank + rope dim) x
+    bytes. For a model with sliding-window layers, beyond the window only the full-attention
+    layers keep growing: see `kv_bytes_per_sequence` and `long_context_kv_bytes_per_token`.
+    """
+    return _layer_kv_bytes_per_token(model=model, layers=model.layers, kv_precision=kv_precision)
+
+
+def long_context_kv_bytes_per_token(*, model: Model, kv_precision: str) -> float:
+    """KV bytes each token adds once the context is past every sliding window."""
+    return _layer_kv_bytes_per_token(
+        model=model, layers=model.full_attention_layers, kv_precision=kv_precision
     )
 
 
 def kv_bytes_per_sequence(*, model: Model, kv_precision: str, context: int) -> float:
+    """KV cache of one sequence of `context` tokens.
+
+    Full-attention layers hold every token; sliding-window layers hold at most the window (an
+    engine that frees blocks outside the window, as vLLM's hybrid allocator does, reaches this).
+    """
     _require_positive(context=context)
-    return model_kv_bytes_per_token(model=model, kv_precision=kv_precision) * context
+    full = long_context_kv_bytes_per_token(model=model, kv_precision=kv_precision) * context
+    sliding = _layer_kv_bytes_per_token(
+        model=model, layers=model.sliding_window_layers, kv_precision=kv_precision
+    )
+    return full + sliding * min(context, model.sliding_window)
 
 
 def runtime_reserve_bytes(*, gpu_memory_bytes: float) -> float:
@@ -154,6 +234,15 @@ def peak_compute(*, gpu: Gpu, precision: str) -> Peak:
     sixteen = Peak(flops=gpu.peak_16bit_flops, label="BF16/FP16", note="16-bit tensor cores")
     if precision in ("fp16", "bf16"):
         return sixteen
+    if precision in ("mxfp4", "nvfp4"):
+        if gpu.peak_fp4_flops is not None:
+            return Peak(flops=gpu.peak_fp4_flops, label="FP4", note="FP4 tensor cores (W4A4)")
+        return Peak(
+            flops=gpu.peak_16bit_flops,
+            label="BF16/FP16",
+            note=f"{gpu.name} has no FP4 tensor cores: {precision} weights are dequantised to "
+            "16-bit before the matmul (weight-only)",
+        )
     if precision == "int4":
         return Peak(
             flops=gpu.peak_16bit_flops,
@@ -203,18 +292,63 @@ def expected_experts_touched(*, experts: int, experts_per_token: int, tokens: in
 
 
 def params_read(*, model: Model, tokens: int) -> float:
-    """Parameters a forward pass over `tokens` tokens reads: shared ones plus touched experts."""
+    """Parameters a forward pass over `tokens` tokens reads: shared ones plus touched experts.
+
+    Shared parameters (attention, embeddings, dense layers, shared experts, routers) are read
+    once; each MoE layer reads the expected number of distinct routed experts its tokens touch.
+    """
     if not model.is_moe:
         return float(model.params_total)
     touched = expected_experts_touched(
         experts=model.experts, experts_per_token=model.experts_per_token, tokens=tokens
     )
-    return model.params_shared + model.layers * touched * model.params_per_expert
+    return model.params_shared + model.moe_layers * touched * model.params_per_expert
+
+
+def attention_pair_flops(*, model: Model, absorbed: bool) -> float:
+    """FLOPs for one query token against one cached token in one layer (QK^T plus AV).
+
+    GQA: 2 x heads x head_dim for the scores plus the same for the values, 4 x heads x head_dim.
+    MLA as prefill runs it (keys and values expanded per head): 2 x heads x (qk dim + v dim).
+    MLA as decode kernels run it (FlashMLA; the expansion absorbed into the query and output
+    projections): every head scores against the 576-wide cached entry and sums 512-wide latents,
+    2 x heads x ((kv_lora_rank + rope) + kv_lora_rank), which is why MLA decode attention does
+    far more arithmetic per cached byte than GQA.
+    """
+    heads = model.attention_heads
+    if not model.is_mla:
+        return 4 * heads * model.head_dim
+    if absorbed:
+        return 2 * heads * (2 * model.kv_lora_rank + model.qk_rope_head_dim)
+    return 2 * heads * (model.head_dim + model.value_head_dim)
+
+
+def _keys_attended(*, first: int, last: int, window: int) -> int:
+    """Sum over query positions first..last (1-based) of the keys each sees, capped at `window`."""
+    if last < first:
+        return 0
+
+    def total(n: int) -> int:  # sum_{i=1..n} min(i, window)
+        if not window or n <= window:
+            return n * (n + 1) // 2
+        return window * (window + 1) // 2 + (n - window) * window
+
+    return total(last) - total(first - 1)
+
+
+def attended_pairs(*, model: Model, first: int, last: int) -> int:
+    """(query, key) pairs over all layers for query positions first..last (1-based, causal)."""
+    full = model.full_attention_layers * _keys_attended(first=first, last=last, window=0)
+    sliding = model.sliding_window_layers * _keys_attended(
+        first=first, last=last, window=model.sliding_window
+    )
+    return full + sliding
 
 
 def attention_flops_per_token(*, model: Model, context: int) -> float:
-    """QK^T plus AV for one new token attending to `context` tokens, all layers."""
-    return 4 * model.layers * model.attention_heads * model.head_dim * context
+    """QK^T plus AV for one new token attending to `context` tokens, all layers (decode)."""
+    pairs = attended_pairs(model=model, first=context, last=context)
+    return attention_pair_flops(model=model, absorbed=True) * pairs
 
 
 def decode_flops_per_token(*, model: Model, context: int) -> float:
@@ -223,17 +357,34 @@ def decode_flops_per_token(*, model: Model, context: int) -> float:
 
 
 def prefill_flops(*, model: Model, prompt_tokens: int) -> float:
+    """2 x active params per token plus causal attention: token i attends to i tokens.
+
+    For a GQA model without windows the attention term is 2 x layers x heads x head_dim x P x
+    (P + 1); sliding-window layers cap each token's keys at the window, and MLA uses its
+    expanded (non-absorbed) per-head widths.
+    """
     _require_positive(prompt_tokens=prompt_tokens)
     matmuls = 2 * model.params_active * prompt_tokens
-    attention = (
-        2
-        * model.layers
-        * model.attention_heads
-        * model.head_dim
-        * prompt_tokens
-        * (prompt_tokens + 1)
-    )
-    return matmuls + attention
+    pairs = attended_pairs(model=model, first=1, last=prompt_tokens)
+    return matmuls + attention_pair_flops(model=model, absorbed=False) * pairs
+
+
+def prefill_chunk_flops(*, model: Model, prior_tokens: int, chunk_tokens: int) -> float:
+    """FLOPs of one chunked-prefill step: `chunk_tokens` new tokens after `prior_tokens` cached.
+
+    The weight matmuls cost 2 x active params per new token, as for any prefill, but each new
+    token at position i also attends to all i tokens before and including it, so a late chunk of
+    a long prompt pays attention over everything prefilled so far:
+    4 x layers x heads x head_dim x sum(prior+1 .. prior+chunk)
+    = 2 x layers x heads x head_dim x chunk x (2 x prior + chunk + 1). With prior 0 this is
+    `prefill_flops`; summed over all chunks it is too.
+    """
+    _require_positive(chunk_tokens=chunk_tokens)
+    if prior_tokens < 0:
+        raise ValueError(f"prior_tokens must not be negative, got {prior_tokens}")
+    matmuls = 2 * model.params_active * chunk_tokens
+    pairs = attended_pairs(model=model, first=prior_tokens + 1, last=prior_tokens + chunk_tokens)
+    return matmuls + attention_pair_flops(model=model, absorbed=False) * pairs
 
 
 @dataclass(frozen=True, slots=True)
@@ -382,6 +533,23 @@ def speculative_expected_tokens(*, acceptance: float, draft_tokens: int) -> floa
     if acceptance == 1:
         return float(draft_tokens + 1)
     return (1 - acceptance ** (draft_tokens + 1)) / (1 - acceptance)
+
+
+def speculative_draft_acceptance_rate(*, acceptance: float, draft_tokens: int) -> float:
+    """Accepted drafted tokens / drafted tokens: alpha (1 - alpha^k) / (k (1 - alpha)).
+
+    What vLLM's counters give as num_accepted_tokens / num_draft_tokens. It is not alpha: a
+    rejection at position i throws away the drafts after it even if they would have matched, so
+    later positions are accepted less often (0.59 at alpha 0.8, k 4). The per-round figure that
+    predicts speed is the mean acceptance length, `speculative_expected_tokens`
+    (1 + num_accepted_tokens / num_drafts in vLLM's counters).
+    """
+    if not 0 <= acceptance <= 1:
+        raise ValueError(f"acceptance must be in [0, 1], got {acceptance}")
+    _require_positive(draft_tokens=draft_tokens)
+    if acceptance == 1:
+        return 1.0
+    return acceptance * (1 - acceptance**draft_tokens) / (draft_tokens * (1 - acceptance))
 
 
 def speculative_speedup(*, acceptance: float, draft_tokens: int, draft_cost: float) -> float:

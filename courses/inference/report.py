@@ -7,7 +7,7 @@ text a learner reads on a lesson page is the same arithmetic the command prints.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from courses.inference import math as im
@@ -24,6 +24,7 @@ from courses.inference.units import (
 )
 
 MAX_BATCH = 4096
+MAX_GPUS = 64
 MAX_GPU_PRICE_PER_HOUR = 1000.0
 MAX_TOKENS_PER_S = 10_000_000.0
 
@@ -57,6 +58,7 @@ class SpeedOfLight:
     batch: int
     context: int
     prompt_tokens: int
+    gpus: int
     weight_bytes: float
     kv_bytes_per_token: float
     kv_bytes_per_sequence: float
@@ -74,6 +76,7 @@ class SpeedOfLight:
     def as_dict(self) -> dict[str, Any]:
         return {
             "gpu": self.gpu.slug,
+            "gpus": self.gpus,
             "model": self.model.slug,
             "precision": self.precision,
             "kv_precision": self.kv_precision,
@@ -87,6 +90,7 @@ class SpeedOfLight:
             "runtime_reserve_bytes": round(self.runtime_reserve_bytes),
             "memory_needed_bytes": round(self.memory_needed_bytes),
             "gpu_memory_bytes": self.gpu.memory_bytes,
+            "memory_bandwidth_total_bytes_per_s": self.gpu.memory_bandwidth_bytes_per_s,
             "fits": self.fits,
             "max_concurrent_sequences": self.max_concurrent_sequences,
             "decode_tokens_per_s_bound": {
@@ -118,13 +122,17 @@ def speed_of_light(
     batch: int,
     context: int,
     prompt_tokens: int,
+    gpus: int = 1,
 ) -> SpeedOfLight:
     """Memory budget, decode bound (per sequence and aggregate) and prefill bound, with steps.
 
+    `gpus` > 1 is tensor parallelism over that many of the GPU: memory, bandwidth and peak
+    compute add up, and the bound leaves out what TP costs (see `tensor_parallel_gpu`).
     Raises `UnknownSlugError` for a slug not in the catalogues and `InputError` for a value out
     of range (the prompt is part of the context, so it may not exceed it).
     """
-    gpu = get_gpu(slug=gpu_slug)
+    _check_range(field="gpus", value=gpus, low=1, high=MAX_GPUS)
+    gpu = tensor_parallel_gpu(gpu=get_gpu(slug=gpu_slug), gpus=gpus)
     model = get_model(slug=model_slug)
     _check_choice(field="precision", value=precision, allowed=im.WEIGHT_PRECISIONS)
     _check_choice(field="kv_precision", value=kv_precision, allowed=im.KV_PRECISIONS)
@@ -134,7 +142,7 @@ def speed_of_light(
 
     weights = im.model_weight_bytes(model=model, precision=precision)
     kv_token = im.model_kv_bytes_per_token(model=model, kv_precision=kv_precision)
-    kv_sequence = kv_token * context
+    kv_sequence = im.kv_bytes_per_sequence(model=model, kv_precision=kv_precision, context=context)
     kv_total = kv_sequence * batch
     reserve = im.runtime_reserve_bytes(gpu_memory_bytes=gpu.memory_bytes)
     needed = im.memory_needed_bytes(
@@ -170,6 +178,7 @@ def speed_of_light(
         batch=batch,
         context=context,
         prompt_tokens=prompt_tokens,
+        gpus=gpus,
         weight_bytes=weights,
         kv_bytes_per_token=kv_token,
         kv_bytes_per_sequence=kv_sequence,
@@ -189,6 +198,37 @@ def speed_of_light(
     return result
 
 
+def tensor_parallel_gpu(*, gpu: Gpu, gpus: int) -> Gpu:
+    """N GPUs running one model with tensor parallelism, seen as one device.
+
+    Each GPU holds 1/N of every weight matrix and reads only its share per step, so memory,
+    bandwidth and peak FLOP/s add up. What the sum leaves out: two all-reduces per layer on the
+    critical path of every step (latency-bound at decode, tens of microseconds each even on
+    NVLink), weights that are replicated rather than split (norms, and the KV heads when there
+    are fewer KV heads than GPUs), the runtime reserve on every GPU, and imperfect balance.
+    """
+    if gpus == 1:
+        return gpu
+    return replace(
+        gpu,
+        name=f"{gpus} × {gpu.name} (tensor parallel)",
+        memory_bytes=gpu.memory_bytes * gpus,
+        memory_label=f"{gpus} × {gpu.memory_label}",
+        memory_bandwidth_bytes_per_s=gpu.memory_bandwidth_bytes_per_s * gpus,
+        peak_16bit_flops=gpu.peak_16bit_flops * gpus,
+        peak_fp8_flops=gpu.peak_fp8_flops * gpus if gpu.peak_fp8_flops else None,
+        peak_int8_ops=gpu.peak_int8_ops * gpus if gpu.peak_int8_ops else None,
+        peak_fp4_flops=gpu.peak_fp4_flops * gpus if gpu.peak_fp4_flops else None,
+    )
+
+
+TENSOR_PARALLEL_CAVEAT = (
+    "the bound adds memory, bandwidth and FLOP/s over the GPUs and leaves out the two "
+    "all-reduces per layer every step waits for, replicated weights and KV heads, and the "
+    "reserve on each GPU, so real tensor-parallel decode is further from it than one GPU is"
+)
+
+
 def _sequences(*, count: int) -> str:
     return f"{count:,} sequence" if count == 1 else f"{count:,} sequences"
 
@@ -205,11 +245,55 @@ def _weights_step(*, model: Model, precision: str, weights: float) -> str:
 
 def _kv_token_step(*, model: Model, kv_precision: str, kv_token: float) -> str:
     per = im.bytes_per_element(precision=kv_precision)
+    if model.is_mla:
+        return (
+            f"KV cache per token (multi-head latent attention): {model.layers} layers × "
+            f"({model.kv_lora_rank} latent + {model.qk_rope_head_dim} RoPE key) × {per:g} bytes "
+            f"({kv_precision}) = {format_bytes(value=kv_token)}; one compressed entry per layer "
+            f"shared by all {model.attention_heads} heads, not 2 × heads × head dim"
+        )
     return (
         f"KV cache per token: 2 (K and V) × {model.layers} layers × {model.kv_heads} KV heads × "
         f"{model.head_dim} head dim × {per:g} bytes ({kv_precision}) = "
         f"{format_bytes(value=kv_token)}"
     )
+
+
+def _kv_sequence_step(*, model: Model, kv_precision: str, kv_token: float, kv_sequence: float, context: int) -> str:
+    if not model.sliding_window:
+        return (
+            f"KV cache per sequence: {format_bytes_decimal(value=kv_token)} × {context:,} tokens = "
+            f"{format_bytes(value=kv_sequence)}"
+        )
+    full = im.long_context_kv_bytes_per_token(model=model, kv_precision=kv_precision)
+    sliding = kv_token - full
+    held = min(context, model.sliding_window)
+    return (
+        f"KV cache per sequence: {model.full_attention_layers} full-attention layers keep every "
+        f"token, {format_bytes_decimal(value=full)} × {context:,}; "
+        f"{model.sliding_window_layers} sliding-window layers keep at most the last "
+        f"{model.sliding_window} tokens, {format_bytes_decimal(value=sliding)} × {held:,}; "
+        f"total {format_bytes(value=kv_sequence)}"
+    )
+
+
+def _attention_text(*, model: Model, absorbed: bool) -> str:
+    pair = im.attention_pair_flops(model=model, absorbed=absorbed)
+    if not model.is_mla:
+        how = f"4 × {model.attention_heads} heads × {model.head_dim}"
+    elif absorbed:
+        how = (
+            f"2 × {model.attention_heads} heads × (2 × {model.kv_lora_rank} + "
+            f"{model.qk_rope_head_dim}), latent-space MLA"
+        )
+    else:
+        how = f"2 × {model.attention_heads} heads × ({model.head_dim} + {model.value_head_dim}), expanded MLA"
+    window = (
+        f"; {model.sliding_window_layers} of {model.layers} layers see at most {model.sliding_window} tokens"
+        if model.sliding_window
+        else ""
+    )
+    return f"{format_count(value=pair)} FLOPs per (layer, query, key) pair [{how}]{window}"
 
 
 def _max_sequences_step(
@@ -230,6 +314,24 @@ def _max_sequences_step(
     )
 
 
+def _prefill_flops_step(*, model: Model, prompt_tokens: int, flops: float) -> str:
+    total = format_flops(value=flops, per_second=False)
+    if not model.is_mla and not model.sliding_window:
+        return (
+            f"Prefill FLOPs for {prompt_tokens:,} prompt tokens: 2 × "
+            f"{format_count(value=model.params_active)} × {prompt_tokens:,} + attention 2 × "
+            f"{model.layers} × {model.attention_heads} × {model.head_dim} × {prompt_tokens:,} × "
+            f"{prompt_tokens + 1:,} = {total}"
+        )
+    pairs = im.attended_pairs(model=model, first=1, last=prompt_tokens)
+    return (
+        f"Prefill FLOPs for {prompt_tokens:,} prompt tokens: 2 × "
+        f"{format_count(value=model.params_active)} × {prompt_tokens:,} + attention "
+        f"{format_count(value=pairs)} causal (layer, query, key) pairs × "
+        f"{_attention_text(model=model, absorbed=False)} = {total}"
+    )
+
+
 def _speed_of_light_steps(*, result: SpeedOfLight) -> list[str]:
     gpu, model, decode, prefill = result.gpu, result.model, result.decode, result.prefill
     bandwidth = format_bandwidth(value=gpu.memory_bandwidth_bytes_per_s)
@@ -238,11 +340,14 @@ def _speed_of_light_steps(*, result: SpeedOfLight) -> list[str]:
     )
     steps = [
         _weights_step(model=model, precision=result.precision, weights=result.weight_bytes),
-        _kv_token_step(
-            model=model, kv_precision=result.kv_precision, kv_token=result.kv_bytes_per_token
+        _kv_token_step(model=model, kv_precision=result.kv_precision, kv_token=result.kv_bytes_per_token),
+        _kv_sequence_step(
+            model=model,
+            kv_precision=result.kv_precision,
+            kv_token=result.kv_bytes_per_token,
+            kv_sequence=result.kv_bytes_per_sequence,
+            context=result.context,
         ),
-        f"KV cache per sequence: {format_bytes_decimal(value=result.kv_bytes_per_token)} × "
-        f"{result.context:,} tokens = {format_bytes(value=result.kv_bytes_per_sequence)}",
         f"KV cache for the batch: {format_bytes_decimal(value=result.kv_bytes_per_sequence)} × "
         f"{_sequences(count=result.batch)} = {format_bytes(value=result.kv_bytes_total)}",
         f"Runtime reserve: {round(im.RUNTIME_RESERVE_FRACTION * 100)} % of {gpu.memory_label} = "
@@ -263,13 +368,22 @@ def _speed_of_light_steps(*, result: SpeedOfLight) -> list[str]:
             sequences=result.max_concurrent_sequences,
         ),
     ]
+    if result.gpus > 1:
+        steps.insert(
+            0,
+            f"Tensor parallel over {result.gpus} GPUs: {gpu.memory_label} "
+            f"({format_bytes_decimal(value=gpu.memory_bytes)}), "
+            f"{format_bandwidth(value=gpu.memory_bandwidth_bytes_per_s)} together; "
+            f"{TENSOR_PARALLEL_CAVEAT}",
+        )
     if model.is_moe:
         touched = im.expected_experts_touched(
             experts=model.experts, experts_per_token=model.experts_per_token, tokens=result.batch
         )
         steps.append(
             f"MoE: a decode step of {result.batch:,} tokens touches on average "
-            f"{significant(value=touched, digits=3)} of {model.experts} experts per layer "
+            f"{significant(value=touched, digits=3)} of {model.experts} routed experts in each of "
+            f"{model.moe_layers} MoE layers "
             f"(E × (1 − (1 − k/E)^B), k = {model.experts_per_token}), so it reads "
             f"{format_count(value=im.params_read(model=model, tokens=result.batch))} parameters, "
             f"not all {format_count(value=model.params_total)}"
@@ -281,9 +395,10 @@ def _speed_of_light_steps(*, result: SpeedOfLight) -> list[str]:
         f"Memory time per step: {format_bytes_decimal(value=decode.bytes_read)} ÷ {bandwidth} = "
         f"{format_seconds(value=decode.memory_seconds)}",
         f"Decode FLOPs per step: {result.batch:,} × (2 × "
-        f"{format_count(value=model.params_active)} active parameters + attention 4 × "
-        f"{model.layers} × {model.attention_heads} heads × {model.head_dim} × "
-        f"{result.context:,} tokens) = {format_flops(value=decode.flops, per_second=False)}",
+        f"{format_count(value=model.params_active)} active parameters + attention over "
+        f"{result.context:,} tokens in {model.layers} layers, "
+        f"{_attention_text(model=model, absorbed=True)}) = "
+        f"{format_flops(value=decode.flops, per_second=False)}",
         f"Compute time per step: {format_flops(value=decode.flops, per_second=False)} ÷ {peak} = "
         f"{format_seconds(value=decode.compute_seconds)}",
         f"Step time ≥ max({format_seconds(value=decode.memory_seconds)}, "
@@ -295,10 +410,7 @@ def _speed_of_light_steps(*, result: SpeedOfLight) -> list[str]:
         f"{format_rate(value=decode.per_sequence_tokens_per_s)} per sequence; × "
         f"{_sequences(count=result.batch)} = {format_rate(value=decode.aggregate_tokens_per_s)} "
         "aggregate",
-        f"Prefill FLOPs for {result.prompt_tokens:,} prompt tokens: 2 × "
-        f"{format_count(value=model.params_active)} × {result.prompt_tokens:,} + attention 2 × "
-        f"{model.layers} × {model.attention_heads} × {model.head_dim} × {result.prompt_tokens:,} × "
-        f"{result.prompt_tokens + 1:,} = {format_flops(value=prefill.flops, per_second=False)}",
+        _prefill_flops_step(model=model, prompt_tokens=result.prompt_tokens, flops=prefill.flops),
         f"Prefill bound: max(compute {format_flops(value=prefill.flops, per_second=False)} ÷ "
         f"{format_flops(value=result.peak.flops)} = "
         f"{format_seconds(value=prefill.compute_seconds)}, "
@@ -349,7 +461,7 @@ def kv_cache_report(
     _check_range(field="context", value=context, low=1, high=model.max_context)
     weights = im.model_weight_bytes(model=model, precision=precision)
     kv_token = im.model_kv_bytes_per_token(model=model, kv_precision=kv_precision)
-    kv_sequence = kv_token * context
+    kv_sequence = im.kv_bytes_per_sequence(model=model, kv_precision=kv_precision, context=context)
     reserve = im.runtime_reserve_bytes(gpu_memory_bytes=gpu.memory_bytes)
     sequences = im.max_concurrent_sequences(
         gpu_memory_bytes=gpu.memory_bytes,
@@ -369,14 +481,33 @@ def kv_cache_report(
         runtime_reserve_bytes=reserve,
         max_concurrent_sequences=sequences,
     )
-    gqa = model.attention_heads // model.kv_heads
+    if model.is_mla:
+        per_head = model.attention_heads * (model.head_dim + model.value_head_dim)
+        latent = model.kv_lora_rank + model.qk_rope_head_dim
+        sharing = (
+            f"Multi-head latent attention: {latent} cached values per layer instead of "
+            f"{model.attention_heads} heads × ({model.head_dim} key + {model.value_head_dim} "
+            f"value) = {per_head:,} for full multi-head attention, "
+            f"{significant(value=per_head / latent)}× smaller"
+        )
+    else:
+        gqa = model.attention_heads // model.kv_heads
+        sharing = (
+            f"Grouped-query attention: {model.attention_heads} query heads share "
+            f"{model.kv_heads} KV heads, so the cache is {gqa}× smaller than with one KV head per "
+            "query head"
+        )
     report.steps.extend(
         [
             _kv_token_step(model=model, kv_precision=kv_precision, kv_token=kv_token),
-            f"Grouped-query attention: {model.attention_heads} query heads share {model.kv_heads} "
-            f"KV heads, so the cache is {gqa}× smaller than with one KV head per query head",
-            f"KV cache per sequence: {format_bytes(value=kv_token)} × {context:,} tokens = "
-            f"{format_bytes(value=kv_sequence)}",
+            sharing,
+            _kv_sequence_step(
+                model=model,
+                kv_precision=kv_precision,
+                kv_token=kv_token,
+                kv_sequence=kv_sequence,
+                context=context,
+            ),
             _weights_step(model=model, precision=precision, weights=weights),
             f"Runtime reserve: {round(im.RUNTIME_RESERVE_FRACTION * 100)} % of {gpu.memory_label} "
             f"= {format_bytes(value=reserve)}",

@@ -83,7 +83,10 @@ class VllmError(RuntimeError):
 
 
 def vllm_url() -> str:
-    return (os.environ.get("LOCAL_ENGINE_VLLM_URL") or DEFAULT_VLLM_URL).rstrip("/")
+    """LOCAL_ENGINE_VLLM_URL, checked by the site's own reader (a bad value: one line, not a trace)."""
+    from config.env import env_url
+
+    return env_url("LOCAL_ENGINE_VLLM_URL", default=DEFAULT_VLLM_URL, schemes=("http",)).rstrip("/")
 
 
 def model_dir() -> Path:
@@ -291,6 +294,11 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("prepare", help="install the environment and convert the model; print paths")
     commands.add_parser("status", help="exit 0 when vLLM answers with the model")
     args = parser.parse_args(argv)
+    from config.env import configuration_checked
+
+    # Checked before anything starts: a bad URL must not wait for a 3-minute install to show.
+    with configuration_checked():
+        vllm_url()
     if args.command == "serve":
         return serve()
     if args.command == "prepare":

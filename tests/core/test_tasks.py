@@ -1,11 +1,15 @@
 """Every task name that is sent (by a service, the beat schedule or the health check) is registered
 by an app's own tasks.py when a worker starts, under the name queued messages already carry."""
 
+import pytest
 from django.conf import settings
 
 from config.celery import app
-from labs.services import RUN_LAB_TASK
+from labs.models import LabRun
+from labs.services import RUN_LAB_TASK, submit_run
+from labs.targets import upsert_target
 from questions.services import JUDGE_ATTEMPT_TASK
+from tests.labs.test_runs import load_lab
 
 
 def test_sent_task_names_are_registered_by_the_owning_apps():
@@ -21,3 +25,21 @@ def test_sent_task_names_are_registered_by_the_owning_apps():
         "workers.tasks.settle_stale_judgements": "questions.tasks",
         "workers.tasks.ping": "core.tasks",
     }
+
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_eager_tasks_a_submitted_run_is_measured_in_the_calling_process(scripted_engine, user, monkeypatch):
+    """CELERY_TASK_ALWAYS_EAGER (no broker, no worker) still runs what services send by name."""
+    monkeypatch.setitem(app.conf, "task_always_eager", True)
+    target = upsert_target(name="Eager", kind="vllm", base_url=scripted_engine("--ttft-ms", "5"), models=["scripted"])
+    run = submit_run(
+        user=user,
+        lab=load_lab("ttft-vs-output-length"),
+        target=target,
+        params={"max_tokens": [4], "prompt_tokens": 16, "repeats": 2},
+        prediction="",
+    )
+    run.refresh_from_db()
+    assert run.status == LabRun.Status.SUCCEEDED, run.error
+    assert run.summary["overall"]["requests"]["succeeded"] == 2

@@ -39,14 +39,18 @@ def test_speed_of_light_form_accepts_the_defaults():
         ("batch", "0", "Batch must be between 1 and 4,096."),
         ("batch", "5000", "Batch must be between 1 and 4,096."),
         ("batch", "many", "Batch must be a number between 1 and 4,096."),
-        ("context", "", "Context is required (1 to 131,072)."),
+        ("context", "", "Context is required (1 to 163,840)."),
         (
             "gpu",
             "h100",
             "GPU must be one of l4, a10g, rtx-4090, l40s, a100-40gb, a100-80gb, h100-sxm, "
-            "h100-pcie, h200, mi300x; got 'h100'.",
+            "h100-pcie, h200, mi300x, b200; got 'h100'.",
         ),
-        ("precision", "fp32", "Weights must be one of fp16, bf16, fp8, int8, int4; got 'fp32'."),
+        (
+            "precision",
+            "fp32",
+            "Weights must be one of fp16, bf16, fp8, int8, int4, mxfp4, nvfp4; got 'fp32'.",
+        ),
     ],
 )
 def test_speed_of_light_form_names_the_field_and_the_range(field, value, message):

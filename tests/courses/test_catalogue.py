@@ -34,6 +34,7 @@ REQUIRED_GPUS = [
     "h100-pcie",
     "h200",
     "mi300x",
+    "b200",
 ]
 REQUIRED_MODELS = [
     "llama-3.2-1b",
@@ -44,6 +45,9 @@ REQUIRED_MODELS = [
     "qwen2.5-72b",
     "mistral-7b",
     "mixtral-8x7b",
+    "deepseek-v3",
+    "qwen3-30b-a3b",
+    "gpt-oss-120b",
 ]
 
 

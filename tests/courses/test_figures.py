@@ -34,6 +34,9 @@ EXPECTED_FIGURES = {
     "cost_per_million",
     "percentile_spread",
     "tensor_parallel",
+    "moe_weights_read",
+    "weight_formats",
+    "decode_step_split",
 }
 
 # The smallest valid arguments for each figure (required ones only).
@@ -42,6 +45,9 @@ MINIMAL_ARGS = {
     "decode_batch_scaling": {"gpu": "h100-sxm", "model": "llama-3.1-8b"},
     "kv_cache_growth": {"models": "llama-3.1-8b,llama-3.1-70b"},
     "memory_budget": {"gpu": "l4", "model": "llama-3.1-8b"},
+    "moe_weights_read": {"models": "deepseek-v3,mixtral-8x7b"},
+    "weight_formats": {"gpu": "h100-sxm", "model": "llama-3.1-70b"},
+    "decode_step_split": {"gpu": "h100-sxm", "model": "llama-3.1-8b"},
 }
 
 
@@ -288,3 +294,27 @@ def test_figures_command_renders_to_a_file(tmp_path):
     with pytest.raises(CommandError, match="figure 'roofline': argument 'gpu' must be") as error:
         call_command("figures", "--render", "roofline", "gpu=h1", "--alt", "x", stdout=StringIO())
     assert error.value.returncode == 2
+
+
+def test_moe_weights_read_refuses_a_dense_model():
+    with pytest.raises(FigureError, match=r"Llama 3\.1 8B is dense"):
+        render_figure(
+            name="moe_weights_read", args={"models": "deepseek-v3,llama-3.1-8b"}, alt="x"
+        )
+
+
+def test_kv_growth_bends_at_the_sliding_window():
+    # gpt-oss-120b at 131,072 tokens: 36,864 × 131,072 + 36,864 × 128 bytes = 4.50 GiB.
+    svg = render_figure(
+        name="kv_cache_growth", args={"models": "gpt-oss-120b"}, alt="gpt-oss cache"
+    )
+    assert "4.50 GiB" in svg
+    assert "36 KiB/token" in svg
+
+
+def test_decode_step_split_marks_where_cache_reads_pass_weight_reads():
+    # Llama 3.1 8B BF16: 16,060,522,496 weight bytes ÷ 131,072 per token = 122,532.6 tokens.
+    svg = render_figure(
+        name="decode_step_split", args={"gpu": "h100-sxm", "model": "llama-3.1-8b"}, alt="x"
+    )
+    assert "near 122,533 tokens" in svg

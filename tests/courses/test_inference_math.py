@@ -316,6 +316,46 @@ def test_speculative_decoding_expectation_and_speedup():
     assert im.speculative_expected_tokens(acceptance=1, draft_tokens=4) == 5
 
 
+def test_accepted_over_drafted_is_not_alpha():
+    # α = 0.8, k = 4: accepted drafts per round 0.8 + 0.64 + 0.512 + 0.4096 = 2.3616, out of 4
+    # drafted: 0.5904. The mean acceptance length is 1 + 2.3616 = 3.3616 tokens per round.
+    assert im.speculative_draft_acceptance_rate(acceptance=0.8, draft_tokens=4) == pytest.approx(
+        0.5904
+    )
+    accepted = 0.5904 * 4
+    assert 1 + accepted == pytest.approx(im.speculative_expected_tokens(acceptance=0.8, draft_tokens=4))
+    # k = 1: the one draft is accepted with probability α.
+    assert im.speculative_draft_acceptance_rate(acceptance=0.7, draft_tokens=1) == pytest.approx(0.7)
+    assert im.speculative_draft_acceptance_rate(acceptance=1, draft_tokens=4) == 1
+
+
+def test_a_late_prefill_chunk_pays_attention_over_everything_before_it():
+    # Llama 3.1 8B, last 2,048-token chunk of a 32,768-token prompt (30,720 tokens cached):
+    # weights 2 × 8,030,261,248 × 2,048 = 32,891,950,071,808 FLOP (33.2 ms at 989.4 TFLOP/s);
+    # attention 2 × 32 × 32 × 128 × 2,048 × (2 × 30,720 + 2,049) = 262,144 × 2,048 × 63,489
+    # = 34,085,397,331,968 FLOP (34.5 ms). Total 66,977,347,403,776.
+    flops = im.prefill_chunk_flops(model=LLAMA_8B, prior_tokens=30720, chunk_tokens=2048)
+    assert flops == 66_977_347_403_776
+    assert flops / H100.peak_16bit_flops == pytest.approx(0.06770, rel=1e-3)
+    # The first chunk pays almost no attention; all 16 chunks sum to the unchunked prefill.
+    chunks = sum(
+        im.prefill_chunk_flops(model=LLAMA_8B, prior_tokens=i * 2048, chunk_tokens=2048)
+        for i in range(16)
+    )
+    assert chunks == im.prefill_flops(model=LLAMA_8B, prompt_tokens=32768)
+
+
+def test_checkpoint_bytes_keep_embeddings_and_head_in_16_bit():
+    # Llama 3.1 70B: embeddings + head 2 × 128,256 × 8,192 = 2,101,346,304 params at 2 bytes
+    # = 4.2027 GB; the other 68,452,360,192 params at 0.515625 bytes = 35.2957 GB. 39.498 GB.
+    assert im.checkpoint_weight_bytes(model=LLAMA_70B, precision="int4") == pytest.approx(
+        39.498e9, rel=1e-4
+    )
+    # Llama 3.1 8B FP8: 1,050,673,152 embedding params at 2 bytes + 6,979,588,096 at 1 byte.
+    assert im.checkpoint_weight_bytes(model=LLAMA_8B, precision="fp8") == 9_080_934_400
+    assert im.checkpoint_weight_bytes(model=LLAMA_8B, precision="bf16") == 16_060_522_496
+
+
 def test_inputs_must_be_positive():
     with pytest.raises(ValueError, match="context must be positive"):
         im.kv_bytes_per_sequence(model=LLAMA_8B, kv_precision="bf16", context=0)

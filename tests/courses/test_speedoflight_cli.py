@@ -197,7 +197,7 @@ def test_unknown_slug_from_the_shell_exits_2_with_one_line():
             "manage.py",
             "speedoflight",
             "--gpu",
-            "b200",
+            "gb300",
             "--model",
             "llama-3.1-8b",
             "--precision",
@@ -211,5 +211,5 @@ def test_unknown_slug_from_the_shell_exits_2_with_one_line():
     assert completed.returncode == 2
     lines = completed.stderr.strip().splitlines()
     assert len(lines) == 1
-    assert "unknown gpu 'b200'; valid gpus: l4," in lines[0]
+    assert "unknown gpu 'gb300'; valid gpus: l4," in lines[0]
     assert completed.stdout == ""

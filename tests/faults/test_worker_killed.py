@@ -92,3 +92,55 @@ def test_a_worker_killed_before_measuring_anything_is_requeued_once_and_the_run_
     run = final(run_id)
     assert run.status == LabRun.Status.SUCCEEDED, run.error
     assert RunRequest.objects.filter(run_id=run_id, warmup=False).count() == 1
+
+
+def test_a_worker_killed_after_its_warm_up_only_is_requeued_once_and_the_run_succeeds(
+    live_site, learner_browser, scripted_target, celery_worker, reaper
+):
+    # Every second generation request waits 8 s for its headers: the warm-up (1st) is stored at
+    # once and the first measured request (2nd) hangs, which is when the worker is killed.
+    target = scripted_target("--ttft-ms", "10", "--gap-ms", "5", "--fault", "slow_headers", "--fault-every", "2",
+                             "--slow-headers-ms", "8000")
+    worker = celery_worker(target.queue_name, extra_env=FAST_REAPER)
+    ada = learner_browser("ada")
+    run_id = ada.queue_run(lab="ttft-vs-output-length", target_id=target.pk, max_tokens="4", prompt_tokens="16",
+                           repeats="1")
+    wait_for(lambda: RunRequest.objects.filter(run_id=run_id, warmup=True).exists(), message="the warm-up stored")
+    kill(worker)
+    assert RunRequest.objects.filter(run_id=run_id, warmup=False).count() == 0
+
+    wait_for(lambda: LabRun.objects.filter(pk=run_id, requeue_count=1).exists(), timeout_s=30, message="re-queued")
+    assert not RunRequest.objects.filter(run_id=run_id).exists()  # the old warm-up is not the new run's
+    assert "re-queued once" in ada.get(f"/labs/runs/{run_id}/").text
+
+    celery_worker(target.queue_name, extra_env=FAST_REAPER)
+    run = final(run_id)
+    assert run.status == LabRun.Status.SUCCEEDED, run.error
+    assert run.requeue_count == 1
+    assert RunRequest.objects.filter(run_id=run_id, warmup=True).count() == 1
+    assert RunRequest.objects.filter(run_id=run_id, warmup=False).count() == 1
+    page = ada.get(f"/labs/runs/{run_id}/")
+    assert 'data-testid="summary-table"' in page.text
+    assert "Worker lost" not in page.text
+
+
+def test_a_worker_killed_after_one_measured_request_fails_the_run_keeping_that_request(
+    live_site, learner_browser, scripted_target, celery_worker, reaper
+):
+    # Requests 1 (warm-up) and 2 (first measured) answer at once; the 3rd hangs 30 s.
+    target = scripted_target("--ttft-ms", "10", "--gap-ms", "5", "--fault", "slow_headers", "--fault-every", "3",
+                             "--slow-headers-ms", "30000")
+    worker = celery_worker(target.queue_name, extra_env=FAST_REAPER)
+    ada = learner_browser("ada")
+    run_id = ada.queue_run(lab="ttft-vs-output-length", target_id=target.pk, max_tokens="4", prompt_tokens="16",
+                           repeats="3")
+    wait_for(lambda: measured(run_id) == 1, message="one measured request")
+    kill(worker)
+
+    run = final(run_id, timeout_s=60)
+    assert run.status == LabRun.Status.FAILED
+    assert run.requeue_count == 0
+    assert run.error == "Worker lost: the process running this lab stopped. 1 measured request is kept below."
+    assert RunRequest.objects.filter(run_id=run_id, warmup=False).count() == 1
+    assert run.summary["overall"]["requests"]["succeeded"] == 1
+    assert "1 measured request is kept below" in ada.get(f"/labs/runs/{run_id}/").text

@@ -6,6 +6,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from courses.inference.math import KV_PRECISIONS, WEIGHT_PRECISIONS
 from courses.inference.report import (
+    MAX_GPUS,
+    TENSOR_PARALLEL_CAVEAT,
     InputError,
     default_kv_precision,
     speed_of_light,
@@ -49,6 +51,13 @@ class Command(BaseCommand):
             type=int,
             help="prompt length for the prefill bound (default min(1024, context))",
         )
+        parser.add_argument(
+            "--gpus",
+            type=int,
+            default=1,
+            help=f"tensor parallel over N of the GPU, 1 to {MAX_GPUS} (default 1): memory, "
+            "bandwidth and FLOP/s add up; all-reduce time is not counted",
+        )
         parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
         parser.add_argument(
             "--explain", action="store_true", help="also print the arithmetic step by step"
@@ -69,6 +78,7 @@ class Command(BaseCommand):
                 batch=int(options["batch"]),  # type: ignore[arg-type]
                 context=context,
                 prompt_tokens=int(prompt) if prompt is not None else min(1024, context),  # type: ignore[arg-type]
+                gpus=int(options["gpus"]),  # type: ignore[arg-type]
             )
         except (UnknownSlugError, InputError) as error:
             raise CommandError(str(error), returncode=USAGE_ERROR) from None
@@ -77,6 +87,8 @@ class Command(BaseCommand):
             payload = result.as_dict()
             if options["explain"]:
                 payload["steps"] = result.steps
+            if result.gpus > 1:
+                payload["leaves_out"] = TENSOR_PARALLEL_CAVEAT
             self.stdout.write(json.dumps(payload, indent=2))
             return
         self.stdout.write(
@@ -90,6 +102,8 @@ class Command(BaseCommand):
         for key, value in rows:
             self.stdout.write(f"  {key.ljust(width)}  {value}")
         self.stdout.write("Bounds are speeds of light: no real engine reaches them.")
+        if result.gpus > 1:
+            self.stdout.write(f"Tensor parallel: {TENSOR_PARALLEL_CAVEAT}.")
         if options["explain"]:
             self.stdout.write("")
             for number, step in enumerate(result.steps, start=1):

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('labs', '0004_labrun_workload_seed'),
+        ('labs', '0005_cohortresult'),
     ]
 
     operations = [

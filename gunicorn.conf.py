@@ -1,0 +1,11 @@
+"""gunicorn reads ./gunicorn.conf.py from its working directory on its own (the repository root,
+/app in the image). Checking the environment here runs once in the master, before any worker is
+forked, so a bad value stops the server with the one-line message instead of each worker failing
+with a traceback. The server's options stay on its command line (scripts/services.py, Dockerfile)."""
+
+import os
+
+from config.env import load_settings_or_stop
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+load_settings_or_stop()
