@@ -411,19 +411,26 @@ def _write_state(*, engines: LocalEngines) -> Path:
 
 def serve(*, model: str, threads: int | None = None) -> int:
     # While building and starting, the first SIGINT/SIGTERM raises KeyboardInterrupt: it unwinds
-    # through start_local_engines, which stops whatever it had started. Any later signal is only
-    # counted, so it cannot cut that cleanup short (see scripts.stopping).
-    stop = StopSignals(raise_first=True).install()
+    # through start_local_engines, which stops whatever it had started. The handler raises once
+    # only, and every statement it can land on (install, start, stop_raising) is inside the try,
+    # so a signal arriving just as the start finishes still stops the servers; later signals
+    # are only counted and cannot cut the cleanup short (see scripts.stopping).
+    stop = StopSignals(raise_first=True)
+    engines: LocalEngines | None = None
     try:
-        try:
-            engines = start_local_engines(model=model, threads=threads)
-        except KeyboardInterrupt:
-            return 130
-        except (BuildError, EngineError, ValueError) as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 1
-        finally:
-            stop.stop_raising()
+        stop.install()
+        engines = start_local_engines(model=model, threads=threads)
+        stop.stop_raising()
+    except KeyboardInterrupt:
+        if engines is not None:
+            engines.stop()
+        stop.restore()
+        return 130
+    except (BuildError, EngineError, ValueError) as error:
+        stop.restore()
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    try:
         return _serve_until_stopped(engines=engines, model=model, stop=stop)
     finally:
         stop.restore()

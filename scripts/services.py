@@ -235,8 +235,9 @@ def run(
     # The first signal unwinds a blocking start-up (waiting for the engine) to the `finally`;
     # later ones are only counted, so a second SIGTERM (kill -- -PGID of make hits this process
     # and make, which passes it on) cannot interrupt stop_all halfway.
-    stop = StopSignals(raise_first=True).install()
+    stop = StopSignals(raise_first=True)
     try:
+        stop.install()
         redis_child = start_redis(redis_url)
         if redis_child:
             children.append(redis_child)
@@ -255,6 +256,8 @@ def run(
         if with_web:
             children.append(_spawn("web", web_command(python=python, host=host, port=port), env))
             print(f"\nPrefill is running: http://{host}:{port}/   (Ctrl-C stops everything)\n", flush=True)
+        # Started: from here a signal is only a flag the loop below sees at once.
+        stop.stop_raising()
         while not stop.wait(0.5):
             for child in children:
                 code = child.process.poll()

