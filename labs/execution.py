@@ -71,14 +71,24 @@ def _if_database_answers(write: Callable[[], T], *, default: T) -> T:
         return default
 
 
-def target_spec(*, target: InferenceTarget, model: str) -> TargetSpec:
+# A lab whose plan says `chat = true` talks to the target's chat endpoint: a real model answers a
+# chat turn and ends it with its end-of-sequence token, while as a plain completion it continues
+# the prompt's words and rarely stops.
+CHAT_API_FOR = {
+    InferenceTarget.Api.OPENAI_COMPLETIONS: InferenceTarget.Api.OPENAI_CHAT,
+    InferenceTarget.Api.OLLAMA_GENERATE: InferenceTarget.Api.OLLAMA_CHAT,
+}
+
+
+def target_spec(*, target: InferenceTarget, model: str, chat: bool = False) -> TargetSpec:
     capabilities = (
         Capabilities(**{k: v for k, v in target.capabilities.items() if k in Capabilities.__dataclass_fields__})
         if target.capabilities
         else Capabilities.for_engine(target.kind)
     )
+    api = CHAT_API_FOR.get(target.api, target.api) if chat else target.api
     return TargetSpec(
-        base_url=target.base_url, api=target.api, model=model, api_key=target.api_key or None, capabilities=capabilities
+        base_url=target.base_url, api=api, model=model, api_key=target.api_key or None, capabilities=capabilities
     )
 
 
@@ -280,7 +290,13 @@ def _measure_steps(run: LabRun) -> str:
 
         spec = dataclasses.replace(step.spec, max_duration_s=min(step.spec.max_duration_s or remaining_s, remaining_s))
         result = measure(
-            target=target_spec(target=run.target, model=step.model),
+            target=target_spec(
+                target=run.target,
+                model=step.model,
+                # A generated model has no chat template and never ends an answer: plain completions.
+                chat=bool(run.lab.spec.get("plan", {}).get("chat"))
+                and not run.target.serves_synthetic_text(step.model),
+            ),
             spec=spec,
             on_progress=on_progress,
             cancel=cancelled,

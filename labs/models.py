@@ -53,6 +53,11 @@ class InferenceTarget(models.Model):
     api_key = models.CharField(max_length=300, blank=True, help_text="Stored, never rendered")
     description = models.TextField(blank=True)
     synthetic_text = models.BooleanField(default=False, help_text="Generated model: real timings, meaningless words")
+    real_model_names = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Models with real weights (real words, real stopping) on a target whose other models are generated",
+    )
 
     hardware_name = models.CharField(max_length=100, blank=True)
     hardware_slug = models.SlugField(blank=True, help_text="Row of the hardware catalogue, if any")
@@ -112,6 +117,10 @@ class InferenceTarget(models.Model):
     def default_model(self) -> str:
         return self.model_names[0] if self.model_names else ""
 
+    def serves_synthetic_text(self, model_name: str) -> bool:
+        """Whether this model's words are noise (a generated model) rather than a real model's."""
+        return self.synthetic_text and model_name not in (self.real_model_names or [])
+
 
 class LabRun(models.Model):
     """One learner's measured run. The database, not the broker, is the source of truth."""
@@ -165,6 +174,17 @@ class LabRun(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("labs:run", kwargs={"run_id": self.pk})
+
+    @property
+    def synthetic_text(self) -> bool:
+        return self.target.serves_synthetic_text(self.model_name)
+
+    @property
+    def model_kind(self) -> str:
+        """What the result measured, in the words the pages use: "synthetic text" or "real model"."""
+        if self.synthetic_text:
+            return "synthetic text"
+        return "real model" if self.model_name in (self.target.real_model_names or []) else ""
 
     @property
     def is_active(self) -> bool:

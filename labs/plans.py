@@ -4,7 +4,8 @@ A lab file's `[plan]` table says which parameter is swept and how the others map
 measurement library's RunSpec; each swept value becomes one step, measured in turn.
 Parameter names with a meaning here: prompt_tokens, max_tokens, concurrency, repeats (requests
 per step), shared_prefix_tokens, shared_prefix (0/1 steps), rate_rpm (open-loop arrivals per
-minute), slo_ttft_ms, slo_tpot_ms, model.
+minute), slo_ttft_ms, slo_tpot_ms, model, output_length ("forced" keeps the plan's ignore_eos,
+"model stops" lets a real model end at its end-of-sequence token, the seed experiment's confound).
 A plan's `prompt_cache = true` marks a lab that measures prefix caching: llama.cpp may then
 reuse a cached prompt prefix, and cache hits are the effect, not a threat to the conclusion.
 """
@@ -100,6 +101,10 @@ class Step:
     spec: RunSpec
 
 
+# The `output_length` choice that lets the model stop on its own end-of-sequence token.
+UNFORCED = "model stops"
+
+
 class PlanError(ValueError):
     """The parameters do not make a run this target accepts; the message says why."""
 
@@ -168,7 +173,7 @@ def build_steps(
                 # A model sweep loads a different model at each step: each gets its own warm-up,
                 # so no step's first request pays for loading weights.
                 warmup=int(plan.get("warmup", 1)) if index == 0 or sweep == "model" else 0,
-                ignore_eos=bool(plan.get("ignore_eos", True)),
+                ignore_eos=bool(plan.get("ignore_eos", True)) and merged.get("output_length") != UNFORCED,
                 seed=seed + index,
                 # Only a lab about caching lets llama.cpp reuse a cached prompt prefix.
                 prompt_cache=bool(plan.get("prompt_cache", False)),

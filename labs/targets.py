@@ -98,6 +98,7 @@ def upsert_target(
     api: str | None = None,
     api_key: str = "",
     synthetic_text: bool = False,
+    real_models: list[str] | None = None,
     description: str = "",
     model_bytes: dict[str, float] | None = None,
     limits: dict[str, int] | None = None,
@@ -117,6 +118,8 @@ def upsert_target(
         "description": description,
         "enabled": True,
     }
+    if real_models is not None:
+        fields["real_model_names"] = real_models
     if hardware_group is not None:  # None keeps what staff set in the admin
         fields["hardware_group"] = hardware_group
     if model_bytes is not None:

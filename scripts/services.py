@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+from scripts.stopping import StopSignals
+
 ROOT = Path(__file__).resolve().parent.parent
 VAR = Path(os.environ.get("PREFILL_VAR_DIR", ROOT / "var"))
 
@@ -137,22 +139,51 @@ def web_command(*, python: str, host: str, port: int) -> list[str]:
     ]
 
 
-def _wait_for_engines(engine: Child, *, env: dict[str, str], timeout_s: float = 1800.0) -> None:
-    """Wait until both local llama.cpp targets answer /health (the first start builds
-    llama-server, several minutes on 2 cores)."""
-    urls = [
-        env.get("LOCAL_ENGINE_URL", "http://127.0.0.1:8011"),
-        env.get("LOCAL_ENGINE_BATCHED_URL", "http://127.0.0.1:8012"),
+def local_engines(value: str) -> list[str]:
+    """LOCAL_ENGINES: a comma list of `llamacpp` and `vllm` (empty: none)."""
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    unknown = [name for name in names if name not in ENGINE_COMMANDS]
+    if unknown:
+        raise SystemExit(
+            f"LOCAL_ENGINES={value!r}: unknown engine {', '.join(unknown)}; use a comma list of "
+            f"{', '.join(ENGINE_COMMANDS)}, or empty for none"
+        )
+    return names
+
+
+# Each local engine: the module that serves it, and the URL paths that answer once it is ready.
+ENGINE_COMMANDS = {
+    "llamacpp": ["-m", "engines.local", "serve"],
+    "vllm": ["-m", "engines.vllm", "serve"],
+}
+
+
+def _ready_urls(name: str, env: dict[str, str]) -> list[str]:
+    if name == "vllm":
+        return [f"{env.get('LOCAL_ENGINE_VLLM_URL', 'http://127.0.0.1:8013').rstrip('/')}/v1/models"]
+    return [
+        f"{env.get('LOCAL_ENGINE_URL', 'http://127.0.0.1:8011').rstrip('/')}/health",
+        f"{env.get('LOCAL_ENGINE_BATCHED_URL', 'http://127.0.0.1:8012').rstrip('/')}/health",
     ]
-    print("Starting the local llama.cpp engines (the first run builds llama-server)…", flush=True)
+
+
+def _wait_for_engines(engines: list[Child], *, env: dict[str, str], timeout_s: float = 1800.0) -> None:
+    """Wait until every local engine answers (the first start builds llama-server, several minutes on
+    2 cores, and installs vLLM's CPU build, a few more)."""
+    names = ", ".join(engine.name for engine in engines)
+    print(f"Starting the local engines ({names}; the first run builds/installs them)…", flush=True)
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if engine.process.poll() is not None:
-            raise SystemExit(f"the local engine exited with code {engine.process.returncode}; see the lines above")
-        if all(_http_ok(f"{url.rstrip('/')}/health") for url in urls):
-            return
+    pending = {engine.name: engine for engine in engines}
+    while pending and time.monotonic() < deadline:
+        for name, engine in list(pending.items()):
+            if engine.process.poll() is not None:
+                code = engine.process.returncode
+                raise SystemExit(f"the local engine {name} exited with code {code}; see the lines above")
+            if all(_http_ok(url) for url in _ready_urls(name.removeprefix("engine:"), env)):
+                del pending[name]
         time.sleep(1.0)
-    raise SystemExit(f"the local engines did not answer within {timeout_s:.0f} s")
+    if pending:
+        raise SystemExit(f"the local engines {', '.join(pending)} did not answer within {timeout_s:.0f} s")
 
 
 def _http_ok(url: str) -> bool:
@@ -182,46 +213,66 @@ def stop_all(children: list[Child], *, grace_s: float = 10.0) -> None:
             child.process.wait()
 
 
-def run(*, host: str, port: int, with_web: bool, with_workers: bool, with_engine: bool) -> int:
+# What `make content static` does, run by the supervisor itself once its Redis answers: a Redis
+# started for these steps alone would outlive `make run` (nothing would own it).
+PREPARE_STEPS = (
+    ["manage.py", "migrate", "--noinput"],
+    ["manage.py", "sync_content"],
+    ["manage.py", "collectstatic", "--noinput", "--verbosity", "0"],
+)
+
+
+def run(
+    *, host: str, port: int, with_web: bool, with_workers: bool, engines: list[str], prepare: bool = False
+) -> int:
     env = dict(os.environ)
     redis_url = env.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
     python = sys.executable
     children: list[Child] = []
 
-    def handle_signal(signum, frame):
-        raise KeyboardInterrupt
-
     # Installed explicitly: a process started in the background of a non-interactive shell
     # inherits SIGINT as ignored, and Ctrl-C must stop everything wherever make was started.
-    signal.signal(signal.SIGTERM, handle_signal)
-    signal.signal(signal.SIGINT, handle_signal)
+    # The first signal unwinds a blocking start-up (waiting for the engine) to the `finally`;
+    # later ones are only counted, so a second SIGTERM (kill -- -PGID of make hits this process
+    # and make, which passes it on) cannot interrupt stop_all halfway.
+    stop = StopSignals(raise_first=True)
     try:
+        stop.install()
         redis_child = start_redis(redis_url)
         if redis_child:
             children.append(redis_child)
-        if with_engine:
-            engine = _spawn("engine", [python, "-m", "engines.local", "serve"], env)
-            children.append(engine)
-            _wait_for_engines(engine, env=env)
-            subprocess.run([python, "manage.py", "register_local_targets"], cwd=ROOT, env=env, check=True)
+        if prepare:
+            for step in PREPARE_STEPS:
+                subprocess.run([python, *step], cwd=ROOT, env=env, check=True)
+        if engines:
+            started = [_spawn(f"engine:{name}", [python, *ENGINE_COMMANDS[name]], env) for name in engines]
+            children.extend(started)
+            _wait_for_engines(started, env=env)
+            register = [python, "manage.py", "register_local_targets"] + (["--vllm"] if "vllm" in engines else [])
+            subprocess.run(register, cwd=ROOT, env=env, check=True)
         if with_workers:
             for name, argv in worker_commands(python=python):
                 children.append(_spawn(name, argv, env))
         if with_web:
             children.append(_spawn("web", web_command(python=python, host=host, port=port), env))
             print(f"\nPrefill is running: http://{host}:{port}/   (Ctrl-C stops everything)\n", flush=True)
-        while True:
+        # Started: from here a signal is only a flag the loop below sees at once.
+        stop.stop_raising()
+        while not stop.wait(0.5):
             for child in children:
                 code = child.process.poll()
                 if code is not None:
                     print(f"{child.name} exited with code {code}; stopping the rest.", file=sys.stderr, flush=True)
                     return 1
-            time.sleep(0.5)
+        print("\nStopping…", flush=True)
+        return 0
     except KeyboardInterrupt:
         print("\nStopping…", flush=True)
         return 0
     finally:
+        stop.stop_raising()
         stop_all(children)
+        stop.restore()
 
 
 def main() -> None:
@@ -231,6 +282,9 @@ def main() -> None:
     run_parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
     run_parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
     run_parser.add_argument("--no-engine", action="store_true", help="Do not start the local llama.cpp engine")
+    run_parser.add_argument(
+        "--prepare", action="store_true", help="Migrate, sync content and collect static files before starting"
+    )
     sub.add_parser("worker", help="Redis (if needed), workers and beat in the foreground")
     sub.add_parser("redis", help="Make sure Redis answers at REDIS_URL; start it in the background if not")
     args = parser.parse_args()
@@ -240,9 +294,18 @@ def main() -> None:
             print(f"redis-server pid {child.process.pid} left running in the background")
         return
     if args.command == "worker":
-        sys.exit(run(host="", port=0, with_web=False, with_workers=True, with_engine=False))
-    with_engine = not args.no_engine and os.environ.get("LOCAL_ENGINES", "llamacpp") != ""
-    sys.exit(run(host=args.host, port=args.port, with_web=True, with_workers=True, with_engine=with_engine))
+        sys.exit(run(host="", port=0, with_web=False, with_workers=True, engines=[]))
+    engines = [] if args.no_engine else local_engines(os.environ.get("LOCAL_ENGINES", "llamacpp"))
+    sys.exit(
+        run(
+            host=args.host,
+            port=args.port,
+            with_web=True,
+            with_workers=True,
+            engines=engines,
+            prepare=args.prepare,
+        )
+    )
 
 
 if __name__ == "__main__":

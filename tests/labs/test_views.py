@@ -19,6 +19,7 @@ FORM = {
     "param_max_tokens": "8, 16",
     "param_prompt_tokens": "32",
     "param_repeats": "2",
+    "param_output_length": "forced",
     "prediction": "TTFT flat, E2E x2",
 }
 
