@@ -37,6 +37,8 @@ PLAN_KEYS = {
     "arrival": str,
     "prompt_cache": bool,
     "needs_forced_output": bool,
+    # Send chat turns to targets serving a real model (labs/execution.py): a real model ends an answer.
+    "chat": bool,
 }
 PARAM_NAMES = {
     "prompt_tokens",
@@ -51,6 +53,7 @@ PARAM_NAMES = {
     "model",
     "models",
     "seed",
+    "output_length",
 }
 ARRIVALS = {"poisson", "constant"}
 

@@ -6,9 +6,12 @@ from pathlib import Path
 from labs import plans
 
 
-def test_every_plan_key_build_steps_reads_is_known_to_the_sync_check_and_no_other():
-    source = Path(plans.__file__).read_text()
-    read = set(re.findall(r'plan\.get\("([a-z_]+)"', source))
+def test_every_plan_key_the_labs_app_reads_is_known_to_the_sync_check_and_no_other():
+    read: set[str] = set()
+    for path in Path(plans.__file__).parent.glob("*.py"):
+        source = path.read_text()
+        read |= set(re.findall(r'\bplan\.get\("([a-z_]+)"', source))
+        read |= set(re.findall(r'get\("plan", \{\}\)\.get\("([a-z_]+)"', source))
     assert read == set(plans.PLAN_KEYS)
 
 
