@@ -220,3 +220,64 @@ def progress_export(*, user: AbstractBaseUser) -> list[dict]:
 
 def progress_count(*, user: AbstractBaseUser) -> int:
     return LessonProgress.objects.filter(user=user).count()
+
+
+@dataclass(frozen=True)
+class LessonPage:
+    """What every learner's copy of a lesson page shares, built once per content version.
+
+    Read by many threads at once (core.shared): never modify it or the objects it holds.
+    """
+
+    lesson: Lesson  # with its module and course loaded
+    rendered: dict
+    body_parts: tuple[str, str]
+    previous: Lesson | None
+    following: Lesson | None
+    practice_questions: list
+    try_labs: list
+    check_questions: list
+    module_lesson_ids: frozenset[int]
+    course_lesson_ids: frozenset[int]
+
+
+REFERENCES_HEADING = '<h2 id="references"'
+
+
+def _body_around_checks(html: str) -> tuple[str, str]:
+    """The rendered body split before its References heading, where the checks go."""
+    before, heading, after = html.partition(REFERENCES_HEADING)
+    return (before, heading + after) if heading else (html, "")
+
+
+def lesson_page_parts(*, slug: str) -> dict | None:
+    """This app's share of a lesson page (the lesson, its body, neighbours, progress scopes); the
+    view adds the other apps' parts (questions, labs) and caches the whole (core.shared)."""
+    lesson = Lesson.objects.live().select_related("module", "module__course").filter(slug=slug).first()
+    if lesson is None:
+        return None
+    previous, following = lesson_neighbours(lesson=lesson)
+    rendered = rendered_lesson(lesson=lesson)
+    live = Lesson.objects.live()
+    return {
+        "lesson": lesson,
+        "rendered": rendered,
+        "body_parts": _body_around_checks(rendered["html"]),
+        "previous": previous,
+        "following": following,
+        "module_lesson_ids": frozenset(live.filter(module_id=lesson.module_id).values_list("pk", flat=True)),
+        "course_lesson_ids": frozenset(
+            live.filter(module__course_id=lesson.module.course_id).values_list("pk", flat=True)
+        ),
+    }
+
+
+def progress_by_lesson(*, user: AbstractBaseUser) -> dict[int, LessonProgress]:
+    """Every progress row of the learner, by lesson id (one query; a row per lesson at most)."""
+    rows = LessonProgress.objects.filter(user=user).only("id", "lesson_id", "last_viewed_at", "completed_at")
+    return {row.lesson_id: row for row in rows}
+
+
+def progress_among(*, rows: dict[int, LessonProgress], lesson_ids: frozenset[int]) -> Progress:
+    done = sum(1 for lesson_id in lesson_ids if (row := rows.get(lesson_id)) and row.completed_at is not None)
+    return Progress(done=done, total=len(lesson_ids))

@@ -7,13 +7,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
+from core.shared import shared_part
 from courses import selectors, services
-from courses.models import Course, Lesson
+from courses.models import Course
 from labs import selectors as lab_selectors
 from questions import selectors as question_selectors
 from questions import services as question_services
 from questions.forms import answer_form_for
-from questions.models import Question
 
 
 @require_GET
@@ -52,43 +52,83 @@ def lesson_detail(request: HttpRequest, lesson_slug: str) -> HttpResponse:
     return response
 
 
+def _lesson_page(slug: str) -> dict | None:
+    """The part of a lesson page every learner shares, once per content version (core.shared)."""
+
+    def build() -> dict | None:
+        parts = selectors.lesson_page_parts(slug=slug)
+        if parts is None:
+            return None
+        lesson = parts["lesson"]
+        return {
+            **parts,
+            "practice_questions": question_selectors.questions_by_slug(slugs=lesson.practice),
+            "try_labs": lab_selectors.labs_by_slug(slugs=lesson.labs),
+            "check_questions": question_selectors.check_questions(slugs=lesson.checks),
+        }
+
+    return shared_part(name=f"lesson-page:{slug}", build=build)
+
+
+def _live_lesson_page(slug: str) -> dict:
+    page = _lesson_page(slug)
+    if page is None:
+        raise Http404("No such lesson")
+    return page
+
+
 def _render_lesson(request: HttpRequest, lesson_slug: str) -> HttpResponse:
-    lesson = get_object_or_404(Lesson.objects.live().select_related("module", "module__course"), slug=lesson_slug)
-    progress = None
+    page = _live_lesson_page(lesson_slug)
+    lesson = page["lesson"]
+    learner = _learner_state(request, page)
     if request.user.is_authenticated:
-        progress = services.record_lesson_view(user=request.user, lesson=lesson)
-    previous, following = selectors.lesson_neighbours(lesson=lesson)
-    rendered = selectors.rendered_lesson(lesson=lesson)
+        learner["progress"] = services.record_lesson_view(user=request.user, lesson=lesson, known=learner["rows"])
     context = {
         "lesson": lesson,
-        "rendered": rendered,
-        "body_parts": _body_around_checks(rendered),
-        "progress": progress,
-        "previous": previous,
-        "next": following,
-        "practice_questions": question_selectors.questions_by_slug(slugs=lesson.practice),
-        "try_labs": lab_selectors.labs_by_slug(slugs=lesson.labs),
-        "checks": _checks(request, lesson),
-        **_progress_context(request, lesson),
+        "rendered": page["rendered"],
+        "body_parts": page["body_parts"],
+        "previous": page["previous"],
+        "next": page["following"],
+        "practice_questions": page["practice_questions"],
+        "try_labs": page["try_labs"],
+        "checks": _checks(page, learner["latest"]),
+        **learner,
     }
     return render(request, "courses/lesson.html", context)
 
 
-REFERENCES_HEADING = '<h2 id="references"'
+def _learner_state(request: HttpRequest, page: dict) -> dict:
+    """The learner's own part of a lesson page: two queries (progress rows, latest check answers)."""
+    if not request.user.is_authenticated:
+        return {"rows": {}, "latest": {}, "progress": None, **_NO_PROGRESS}
+    rows = selectors.progress_by_lesson(user=request.user)
+    checks = page["check_questions"]
+    latest = question_selectors.latest_main_attempts(
+        user=request.user, question_ids=[question.pk for question in checks]
+    )
+    answered = sum(1 for question in checks if question.pk in latest)
+    return {
+        "rows": rows,
+        "latest": latest,
+        "progress": rows.get(page["lesson"].pk),
+        "module_progress": selectors.progress_among(rows=rows, lesson_ids=page["module_lesson_ids"]),
+        "course_progress": selectors.progress_among(rows=rows, lesson_ids=page["course_lesson_ids"]),
+        "checks_progress": {"answered": answered, "total": len(checks)} if checks else None,
+    }
 
 
-def _body_around_checks(rendered: dict) -> tuple[str, str]:
-    """The rendered body split before its References heading, where the checks go."""
-    html = rendered["html"]
-    before, heading, after = html.partition(REFERENCES_HEADING)
-    return (before, heading + after) if heading else (html, "")
+_NO_PROGRESS = {"module_progress": None, "course_progress": None, "checks_progress": None}
 
 
-def _checks(request: HttpRequest, lesson: Lesson) -> list[dict]:
-    checks = question_selectors.lesson_checks(user=request.user, slugs=lesson.checks)
-    for check in checks:
-        check["form"] = answer_form_for(question=check["question"], auto_id=f"check-{check['question'].slug}-%s")
-    return checks
+def _checks(page: dict, latest: dict) -> list[dict]:
+    return [
+        {
+            "question": question,
+            "latest": latest.get(question.pk),
+            "form": answer_form_for(question=question, auto_id=f"check-{question.slug}-%s"),
+        }
+        for question in page["check_questions"]
+    ]
 
 
 @login_required
@@ -99,10 +139,11 @@ def lesson_check(request: HttpRequest, lesson_slug: str, question_slug: str) -> 
     With htmx the check's card is swapped; without JavaScript the browser returns to the check on
     the lesson page. The attempt is an ordinary practice attempt (mark sheet, review schedule).
     """
-    lesson = get_object_or_404(Lesson.objects.live().select_related("module", "module__course"), slug=lesson_slug)
-    if question_slug not in lesson.checks:
+    page = _live_lesson_page(lesson_slug)
+    lesson = page["lesson"]
+    question = next((item for item in page["check_questions"] if item.slug == question_slug), None)
+    if question is None:
         raise Http404("That question is not a check in this lesson")
-    question = get_object_or_404(Question.objects.live(), slug=question_slug)
     form = answer_form_for(question=question, data=request.POST, auto_id=f"check-{question.slug}-%s")
     if form.is_valid():
         try:
@@ -117,57 +158,40 @@ def lesson_check(request: HttpRequest, lesson_slug: str, question_slug: str) -> 
             if not request.htmx:
                 return redirect(f"{lesson.get_absolute_url()}#check-{question.slug}")
             form = answer_form_for(question=question, auto_id=f"check-{question.slug}-%s")
-    check = next(item for item in _checks(request, lesson) if item["question"].slug == question_slug)
+    learner = _learner_state(request, page)
+    checks = _checks(page, learner["latest"])
+    check = next(item for item in checks if item["question"].slug == question_slug)
     if form.errors:
         check["form"] = form
     if not request.htmx:
         context = {
             "lesson": lesson,
-            "rendered": selectors.rendered_lesson(lesson=lesson),
-            "body_parts": _body_around_checks(selectors.rendered_lesson(lesson=lesson)),
-            "checks": [check if item["question"].slug == question_slug else item for item in _checks(request, lesson)],
-            **_progress_context(request, lesson),
+            "rendered": page["rendered"],
+            "body_parts": page["body_parts"],
+            "previous": page["previous"],
+            "next": page["following"],
+            "practice_questions": page["practice_questions"],
+            "try_labs": page["try_labs"],
+            "checks": checks,
+            **learner,
         }
         return render(request, "courses/lesson.html", context, status=422)
     response = render(request, "courses/lesson.html#lesson-check", {"lesson": lesson, "check": check})
     # The progress panel counts answered checks; refresh it out of band.
-    response.content += render(
-        request,
-        "courses/lesson.html#progress-panel-oob",
-        {
-            "lesson": lesson,
-            "progress": selectors.lesson_progress(user=request.user, lesson=lesson),
-            **_progress_context(request, lesson),
-        },
-    ).content
+    response.content += render(request, "courses/lesson.html#progress-panel-oob", {"lesson": lesson, **learner}).content
     return response
 
 
 @login_required
 @require_POST
 def lesson_done(request: HttpRequest, lesson_slug: str) -> HttpResponse:
-    lesson = get_object_or_404(Lesson.objects.live().select_related("module", "module__course"), slug=lesson_slug)
+    page = _live_lesson_page(lesson_slug)
+    lesson = page["lesson"]
     done = request.POST.get("done", "1") == "1"
-    progress = services.set_lesson_done(user=request.user, lesson=lesson, done=done)
+    services.set_lesson_done(user=request.user, lesson=lesson, done=done)
     if not request.htmx:
         return redirect(lesson.get_absolute_url())
     if request.htmx.boosted:
         return HttpResponseClientRefresh()
-    context = {"lesson": lesson, "progress": progress, **_progress_context(request, lesson)}
+    context = {"lesson": lesson, **_learner_state(request, page)}
     return render(request, "courses/lesson.html#progress-panel", context)
-
-
-def _progress_context(request: HttpRequest, lesson: Lesson) -> dict:
-    if not request.user.is_authenticated:
-        return {"module_progress": None, "course_progress": None, "checks_progress": None}
-    checks = question_selectors.lesson_checks(user=request.user, slugs=lesson.checks)
-    return {
-        "module_progress": selectors.module_progress(user=request.user, module=lesson.module),
-        "course_progress": selectors.course_progress(user=request.user, course=lesson.module.course),
-        "checks_progress": {
-            "answered": sum(1 for check in checks if check["latest"] is not None),
-            "total": len(checks),
-        }
-        if checks
-        else None,
-    }

@@ -99,8 +99,11 @@ class RunForm(forms.Form):
     def __init__(self, *args, lab: Lab, initial_params: dict | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.lab = lab
-        self.fields["target"].queryset = InferenceTarget.objects.filter(enabled=True).order_by("name")
-        self.fields["target"].label_from_instance = lambda target: target.name
+        enabled = InferenceTarget.objects.filter(enabled=True).order_by("name")
+        self.fields["target"].queryset = enabled
+        # Read once: the page asks whether there are any, then lists them (a query each, otherwise).
+        self.targets = list(enabled)
+        self.fields["target"].choices = [(target.pk, target.name) for target in self.targets]
         self.param_specs = lab.spec.get("params", [])
         for param in self.param_specs:
             initial = (initial_params or {}).get(param["name"], param["default"])

@@ -5,6 +5,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from core.shared import shared_part
 from courses.selectors import lesson_ref_link, lesson_ref_section
 from labs import selectors as lab_selectors
 from questions import selectors, services
@@ -45,8 +46,35 @@ def _criteria_rows(*, rubric: list[dict], result: dict) -> list[dict]:
     return rows
 
 
+def _question_page(slug: str) -> dict | None:
+    """What every learner's copy of a question page shares (the question, its set's other
+    questions, its lesson and lab links), once per content version (core.shared). Read-only."""
+
+    def build() -> dict | None:
+        question = Question.objects.live().select_related("question_set").filter(slug=slug).first()
+        if question is None:
+            return None
+        return {
+            "question": question,
+            "siblings": selectors.set_siblings(question=question),
+            "lab": lab_selectors.lab_for_slug(slug=question.lab_slug) if question.lab_slug else None,
+            "lesson_link": lesson_ref_link(ref=question.lesson_ref) if question.lesson_ref else None,
+            "lesson_section": lesson_ref_section(ref=question.lesson_ref) if question.lesson_ref else None,
+        }
+
+    return shared_part(name=f"question-page:{slug}", build=build)
+
+
+def _live_question(slug: str) -> Question:
+    page = _question_page(slug)
+    if page is None:
+        raise Http404("No such question")
+    return page["question"]
+
+
 def _question_context(request: HttpRequest, question: Question, *, form=None, follow_up_forms=None) -> dict:
     user = request.user
+    page = _question_page(question.slug) or {}
     # One query for all of the learner's attempts at this question, main answer and follow-ups.
     attempts = list(selectors.attempts_for(user=user, question=question)) if user.is_authenticated else []
     latest_by_follow_up: dict[str, Attempt] = {}
@@ -64,23 +92,23 @@ def _question_context(request: HttpRequest, question: Question, *, form=None, fo
                 "rows": _attempt_rows(follow_up_latest) if follow_up_latest else [],
             }
         )
-    lab = lab_selectors.lab_for_slug(slug=question.lab_slug) if question.lab_slug else None
     # Anonymous visitors get the public interview-prep page (answer, follow-ups, what gets marked
     # up, the set's other questions); a signed-in learner still answers before seeing the answer.
     public_page = not user.is_authenticated
-    siblings = selectors.set_siblings(question=question)
+    siblings = page["siblings"] if page else selectors.set_siblings(question=question)
     return {
         "question": question,
         "spec": question.spec,
         "form": form or _answer_form(question),
         "latest": latest,
         "rows": _attempt_rows(latest) if latest else [],
-        "show_model_answer": latest is not None or selectors.may_see_model_answer(user=user, question=question),
+        # With an attempt in hand, only a reveal is left to ask about.
+        "show_model_answer": latest is not None or selectors.revealed_model_answer(user=user, question=question),
         "follow_ups": follow_ups,
         "history": [attempt for attempt in attempts if not attempt.follow_up][:10],
-        "lesson_link": lesson_ref_link(ref=question.lesson_ref) if question.lesson_ref else None,
-        "lesson_section": lesson_ref_section(ref=question.lesson_ref) if question.lesson_ref else None,
-        "lab": lab,
+        "lesson_link": page.get("lesson_link"),
+        "lesson_section": page.get("lesson_section"),
+        "lab": page.get("lab"),
         "public_page": public_page,
         "siblings": siblings,
         "set_total": len(siblings) + 1,
@@ -89,7 +117,7 @@ def _question_context(request: HttpRequest, question: Question, *, form=None, fo
 
 @require_http_methods(["GET", "POST"])
 def question_detail(request: HttpRequest, question_slug: str) -> HttpResponse:
-    question = get_object_or_404(Question.objects.live().select_related("question_set"), slug=question_slug)
+    question = _live_question(question_slug)
     if request.method == "GET":
         return render(request, "questions/question.html", _question_context(request, question))
     if not request.user.is_authenticated:
