@@ -23,6 +23,10 @@ class Progress:
         return round(100 * self.done / self.total) if self.total else 0
 
 
+def live_lesson(*, slug: str) -> Lesson | None:
+    return Lesson.objects.live().select_related("module", "module__course").filter(slug=slug).first()
+
+
 def live_course() -> Course | None:
     return Course.objects.live().first()
 
@@ -253,7 +257,7 @@ def _body_around_checks(html: str) -> tuple[str, str]:
 def lesson_page_parts(*, slug: str) -> dict | None:
     """This app's share of a lesson page (the lesson, its body, neighbours, progress scopes); the
     view adds the other apps' parts (questions, labs) and caches the whole (core.shared)."""
-    lesson = Lesson.objects.live().select_related("module", "module__course").filter(slug=slug).first()
+    lesson = live_lesson(slug=slug)
     if lesson is None:
         return None
     previous, following = lesson_neighbours(lesson=lesson)

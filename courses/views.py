@@ -1,7 +1,6 @@
 import time
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
@@ -12,8 +11,6 @@ from courses import selectors, services
 from courses.models import Course
 from labs import selectors as lab_selectors
 from questions import selectors as question_selectors
-from questions import services as question_services
-from questions.forms import answer_form_for
 
 
 @require_GET
@@ -52,7 +49,7 @@ def lesson_detail(request: HttpRequest, lesson_slug: str) -> HttpResponse:
     return response
 
 
-def _lesson_page(slug: str) -> dict | None:
+def lesson_page(slug: str) -> dict | None:
     """The part of a lesson page every learner shares, once per content version (core.shared)."""
 
     def build() -> dict | None:
@@ -70,17 +67,18 @@ def _lesson_page(slug: str) -> dict | None:
     return shared_part(name=f"lesson-page:{slug}", build=build)
 
 
-def _live_lesson_page(slug: str) -> dict:
-    page = _lesson_page(slug)
+def live_lesson_page(slug: str) -> dict:
+    """The shared part of a live lesson's page; 404 for any other slug."""
+    page = lesson_page(slug)
     if page is None:
         raise Http404("No such lesson")
     return page
 
 
 def _render_lesson(request: HttpRequest, lesson_slug: str) -> HttpResponse:
-    page = _live_lesson_page(lesson_slug)
+    page = live_lesson_page(lesson_slug)
     lesson = page["lesson"]
-    learner = _learner_state(request, page)
+    learner = learner_state(request, page)
     if request.user.is_authenticated:
         learner["progress"] = services.record_lesson_view(user=request.user, lesson=lesson, known=learner["rows"])
     context = {
@@ -91,13 +89,13 @@ def _render_lesson(request: HttpRequest, lesson_slug: str) -> HttpResponse:
         "next": page["following"],
         "practice_questions": page["practice_questions"],
         "try_labs": page["try_labs"],
-        "checks": _checks(page, learner["latest"]),
+        "checks": lesson_checks(page, learner["latest"]),
         **learner,
     }
     return render(request, "courses/lesson.html", context)
 
 
-def _learner_state(request: HttpRequest, page: dict) -> dict:
+def learner_state(request: HttpRequest, page: dict) -> dict:
     """The learner's own part of a lesson page: two queries (progress rows, latest check answers)."""
     if not request.user.is_authenticated:
         return {"rows": {}, "latest": {}, "progress": None, **_NO_PROGRESS}
@@ -120,72 +118,16 @@ def _learner_state(request: HttpRequest, page: dict) -> dict:
 _NO_PROGRESS = {"module_progress": None, "course_progress": None, "checks_progress": None}
 
 
-def _checks(page: dict, latest: dict) -> list[dict]:
-    return [
-        {
-            "question": question,
-            "latest": latest.get(question.pk),
-            "form": answer_form_for(question=question, auto_id=f"check-{question.slug}-%s"),
-        }
-        for question in page["check_questions"]
-    ]
-
-
-@login_required
-@require_POST
-def lesson_check(request: HttpRequest, lesson_slug: str, question_slug: str) -> HttpResponse:
-    """Answer one of the lesson's checks in place: grade it, then show the score and worked answer.
-
-    With htmx the check's card is swapped; without JavaScript the browser returns to the check on
-    the lesson page. The attempt is an ordinary practice attempt (mark sheet, review schedule).
-    """
-    page = _live_lesson_page(lesson_slug)
-    lesson = page["lesson"]
-    question = next((item for item in page["check_questions"] if item.slug == question_slug), None)
-    if question is None:
-        raise Http404("That question is not a check in this lesson")
-    form = answer_form_for(question=question, data=request.POST, auto_id=f"check-{question.slug}-%s")
-    if form.is_valid():
-        try:
-            question_services.submit_answer(
-                user=request.user, question=question, answer=str(form.cleaned_data["answer"] or "")
-            )
-        except ValidationError as error:
-            form.add_error("answer", error)
-        except question_services.RateLimited as error:
-            form.add_error(None, str(error))
-        else:
-            if not request.htmx:
-                return redirect(f"{lesson.get_absolute_url()}#check-{question.slug}")
-            form = answer_form_for(question=question, auto_id=f"check-{question.slug}-%s")
-    learner = _learner_state(request, page)
-    checks = _checks(page, learner["latest"])
-    check = next(item for item in checks if item["question"].slug == question_slug)
-    if form.errors:
-        check["form"] = form
-    if not request.htmx:
-        context = {
-            "lesson": lesson,
-            "rendered": page["rendered"],
-            "body_parts": page["body_parts"],
-            "previous": page["previous"],
-            "next": page["following"],
-            "practice_questions": page["practice_questions"],
-            "try_labs": page["try_labs"],
-            "checks": checks,
-            **learner,
-        }
-        return render(request, "courses/lesson.html", context, status=422)
-    response = render(request, "courses/lesson.html#lesson-check", {"lesson": lesson, "check": check})
-    # The progress panel counts answered checks; refresh it out of band.
-    response.content += render(request, "courses/lesson.html#progress-panel-oob", {"lesson": lesson, **learner}).content
-    return response
+def lesson_checks(page: dict, latest: dict) -> list[dict]:
+    """The lesson's checks with the learner's latest answers; their forms are built in the template
+    (questions' ``answer_form`` tag), so this page reads the questions app through its selectors only."""
+    return [{"question": question, "latest": latest.get(question.pk)} for question in page["check_questions"]]
 
 
 @login_required
 @require_POST
 def lesson_done(request: HttpRequest, lesson_slug: str) -> HttpResponse:
-    page = _live_lesson_page(lesson_slug)
+    page = live_lesson_page(lesson_slug)
     lesson = page["lesson"]
     done = request.POST.get("done", "1") == "1"
     services.set_lesson_done(user=request.user, lesson=lesson, done=done)
@@ -193,5 +135,5 @@ def lesson_done(request: HttpRequest, lesson_slug: str) -> HttpResponse:
         return redirect(lesson.get_absolute_url())
     if request.htmx.boosted:
         return HttpResponseClientRefresh()
-    context = {"lesson": lesson, **_learner_state(request, page)}
+    context = {"lesson": lesson, **learner_state(request, page)}
     return render(request, "courses/lesson.html#progress-panel", context)

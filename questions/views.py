@@ -6,10 +6,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from core.shared import shared_part
+from courses import views as lesson_views
 from courses.selectors import lesson_ref_link, lesson_ref_section
 from labs import selectors as lab_selectors
 from questions import selectors, services
-from questions.forms import AnswerForm, ChoiceAnswerForm, NumericAnswerForm
+from questions.forms import AnswerForm, ChoiceAnswerForm, NumericAnswerForm, answer_form_for
 from questions.models import Attempt, Question, QuestionSet
 from questions.review import due_reviews, upcoming_reviews
 
@@ -241,3 +242,53 @@ def mock_interview(request: HttpRequest, set_slug: str) -> HttpResponse:
         "next_url": f"?step={step + 1}&minutes={minutes}",
     }
     return render(request, "questions/interview.html", context)
+
+
+@login_required
+@require_POST
+def lesson_check(request: HttpRequest, lesson_slug: str, question_slug: str) -> HttpResponse:
+    """Answer one of the lesson's checks in place: grade it, then show the score and worked answer.
+
+    With htmx the check's card is swapped; without JavaScript the browser returns to the check on
+    the lesson page. The attempt is an ordinary practice attempt (mark sheet, review schedule).
+    """
+    page = lesson_views.live_lesson_page(lesson_slug)
+    lesson = page["lesson"]
+    question = next((item for item in page["check_questions"] if item.slug == question_slug), None)
+    if question is None:
+        raise Http404("That question is not a check in this lesson")
+    form = answer_form_for(question=question, data=request.POST, auto_id=f"check-{question.slug}-%s")
+    if form.is_valid():
+        try:
+            services.submit_answer(
+                user=request.user, question=question, answer=str(form.cleaned_data["answer"] or "")
+            )
+        except ValidationError as error:
+            form.add_error("answer", error)
+        except services.RateLimited as error:
+            form.add_error(None, str(error))
+        else:
+            if not request.htmx:
+                return redirect(f"{lesson.get_absolute_url()}#check-{question.slug}")
+    learner = lesson_views.learner_state(request, page)
+    checks = lesson_views.lesson_checks(page, learner["latest"])
+    check = next(item for item in checks if item["question"].slug == question_slug)
+    if form.errors:
+        check["form"] = form  # the template's answer_form tag shows this one, errors and all
+    if not request.htmx:
+        context = {
+            "lesson": lesson,
+            "rendered": page["rendered"],
+            "body_parts": page["body_parts"],
+            "previous": page["previous"],
+            "next": page["following"],
+            "practice_questions": page["practice_questions"],
+            "try_labs": page["try_labs"],
+            "checks": checks,
+            **learner,
+        }
+        return render(request, "courses/lesson.html", context, status=422)
+    response = render(request, "courses/lesson.html#lesson-check", {"lesson": lesson, "check": check})
+    # The progress panel counts answered checks; refresh it out of band.
+    response.content += render(request, "courses/lesson.html#progress-panel-oob", {"lesson": lesson, **learner}).content
+    return response
