@@ -23,7 +23,9 @@ def _run_id(text: str) -> int | None:
 
 @require_GET
 def lab_index(request: HttpRequest) -> HttpResponse:
-    return render(request, "labs/index.html", {"labs": Lab.objects.live()})
+    return render(
+        request, "labs/index.html", {"labs": Lab.objects.live(), "local_engines": selectors.local_engine_state()}
+    )
 
 
 def _lab_page(slug: str) -> dict | None:
@@ -79,6 +81,7 @@ def lab_detail(request: HttpRequest, lab_slug: str) -> HttpResponse:
         **page,
         "params": lab.spec.get("params", []),
         "form": form,
+        "local_engines": selectors.local_engine_state(),
         "my_runs": selectors.runs_of(user=request.user, lab=lab)[:10] if request.user.is_authenticated else [],
     }
     status = 422 if form is not None and request.method == "POST" else 200

@@ -2,20 +2,27 @@
 
 `make run` calls `python -m scripts.services run`: make sure Redis answers (start a private
 redis-server under var/ when none does), then start the Celery worker(s), the beat scheduler and
-gunicorn, print the URL and wait. Every child is in its own process group and gets SIGTERM, then
-SIGKILL after a grace period, so nothing is left running.
+gunicorn at once, so lessons and practice are served while the local engines build and start in
+the background; when they answer, register them as targets and start their workers. Every
+child's output goes to its own log under var/log/ (rotated), and the terminal shows one short
+status block (the URL, each service's state, the engine build's progress) instead of their
+banners. Every child is in its own process group and gets SIGTERM, then SIGKILL after a grace
+period, so nothing is left running.
 """
 
 import argparse
 import contextlib
+import json
 import os
+import shlex
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -23,10 +30,56 @@ ROOT = Path(__file__).resolve().parent.parent
 VAR = Path(os.environ.get("PREFILL_VAR_DIR", ROOT / "var"))
 
 
+LOG_DIR = VAR / "log"
+# Where the Labs page reads how the local engines are getting on (labs.selectors).
+ENGINE_STATE_FILE = VAR / "run" / "local-engines.json"
+LOG_MAX_BYTES = 5 * 1024 * 1024
+LOG_BACKUPS = 3
+
+
 @dataclass
 class Child:
     name: str
     process: subprocess.Popen
+    log_path: Path | None = None
+    pump: threading.Thread | None = field(default=None, repr=False)
+
+
+class RotatingLog:
+    """A child's output, appended to var/log/<name>.log and rotated at LOG_MAX_BYTES
+    (<name>.log.1 ... .LOG_BACKUPS), so a long-running site keeps a bounded history."""
+
+    def __init__(self, path: Path, *, max_bytes: int = LOG_MAX_BYTES, backups: int = LOG_BACKUPS) -> None:
+        self.path, self.max_bytes, self.backups = path, max_bytes, backups
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = path.open("ab")
+
+    def write(self, data: bytes) -> None:
+        if self._file.tell() + len(data) > self.max_bytes and self._file.tell() > 0:
+            self._rotate()
+        self._file.write(data)
+        self._file.flush()
+
+    def _rotate(self) -> None:
+        self._file.close()
+        for index in range(self.backups - 1, 0, -1):
+            older = self.path.with_name(f"{self.path.name}.{index}")
+            if older.exists():
+                older.replace(self.path.with_name(f"{self.path.name}.{index + 1}"))
+        self.path.replace(self.path.with_name(f"{self.path.name}.1"))
+        self._file = self.path.open("ab")
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def _pump(stream, log: RotatingLog) -> None:
+    """Copy a child's output into its log until the child closes it (it exited)."""
+    try:
+        for line in iter(stream.readline, b""):
+            log.write(line)
+    finally:
+        log.close()
 
 
 def redis_answers(url: str, *, timeout_s: float = 1.0) -> bool:
@@ -90,8 +143,20 @@ def start_redis(url: str) -> Child | None:
     sys.exit(f"redis-server did not answer on port {port} within 10 s; see {data_dir / 'redis.log'}")
 
 
+def log_path_for(name: str) -> Path:
+    return LOG_DIR / f"{name.replace(':', '-')}.log"
+
+
 def _spawn(name: str, argv: list[str], env: dict[str, str]) -> Child:
-    return Child(name, subprocess.Popen(argv, cwd=ROOT, env=env, start_new_session=True))
+    """Start a child in its own process group, its output going to var/log/<name>.log."""
+    log = RotatingLog(log_path_for(name))
+    log.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {shlex.join(argv)}\n".encode())
+    process = subprocess.Popen(
+        argv, cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    pump = threading.Thread(target=_pump, args=(process.stdout, log), name=f"log-{name}", daemon=True)
+    pump.start()
+    return Child(name, process, log.path, pump)
 
 
 def worker_commands(*, python: str) -> list[tuple[str, list[str]]]:
@@ -137,22 +202,80 @@ def web_command(*, python: str, host: str, port: int) -> list[str]:
     ]
 
 
-def _wait_for_engines(engine: Child, *, env: dict[str, str], timeout_s: float = 1800.0) -> None:
-    """Wait until both local llama.cpp targets answer /health (the first start builds
-    llama-server, several minutes on 2 cores)."""
-    urls = [
-        env.get("LOCAL_ENGINE_URL", "http://127.0.0.1:8011"),
-        env.get("LOCAL_ENGINE_BATCHED_URL", "http://127.0.0.1:8012"),
+ENGINE_TIMEOUT_S = 1800.0
+
+
+def engine_urls(env: dict[str, str]) -> list[str]:
+    """The /health URLs of both local llama.cpp targets."""
+    return [
+        f"{env.get('LOCAL_ENGINE_URL', 'http://127.0.0.1:8011').rstrip('/')}/health",
+        f"{env.get('LOCAL_ENGINE_BATCHED_URL', 'http://127.0.0.1:8012').rstrip('/')}/health",
     ]
-    print("Starting the local llama.cpp engines (the first run builds llama-server)…", flush=True)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if engine.process.poll() is not None:
-            raise SystemExit(f"the local engine exited with code {engine.process.returncode}; see the lines above")
-        if all(_http_ok(f"{url.rstrip('/')}/health") for url in urls):
-            return
-        time.sleep(1.0)
-    raise SystemExit(f"the local engines did not answer within {timeout_s:.0f} s")
+
+
+def engine_command(*, python: str, env: dict[str, str]) -> list[str]:
+    """What builds (when needed) and serves the local engines. PREFILL_LOCAL_ENGINE_COMMAND
+    replaces it (tests: a build that takes as long as they need)."""
+    override = env.get("PREFILL_LOCAL_ENGINE_COMMAND", "").strip()
+    return shlex.split(override) if override else [python, "-m", "engines.local", "serve"]
+
+
+def build_progress() -> tuple[str, int | None]:
+    """llama-server's build as the build reports it (engines.llamacpp.build): a line for people
+    and the percent done; ("", None) when unknown, "llama-server built" once it is."""
+    try:
+        from engines.llamacpp.build import build_progress as read_progress
+    except ImportError:  # the project's packages are not importable (no venv yet)
+        return "", None
+    progress = read_progress()
+    return progress.describe(), progress.percent
+
+
+def write_engine_state(state: str, *, detail: str = "", percent: int | None = None) -> None:
+    """Tell the Labs page how the local engines are getting on (labs.selectors.local_engine_state)."""
+    ENGINE_STATE_FILE.parent.mkdir(parents=True, exist_ok=True)
+    record = {"state": state, "detail": detail, "percent": percent, "updated_at": time.time()}
+    partial = ENGINE_STATE_FILE.with_suffix(".partial")
+    partial.write_text(json.dumps(record) + "\n")
+    partial.replace(ENGINE_STATE_FILE)
+
+
+class StatusBlock:
+    """The few lines the terminal shows: the URL, each service's state, where the logs are.
+
+    On a terminal the block is redrawn in place, so it stays on screen; elsewhere (a log file, a
+    pipe) it is printed again only when a state changes, and the build's progress at most every
+    PLAIN_PROGRESS_EVERY_S.
+    """
+
+    PLAIN_PROGRESS_EVERY_S = 30.0
+
+    def __init__(self, *, stream=None) -> None:
+        self.stream = stream or sys.stdout
+        self.tty = self.stream.isatty()
+        self.lines: list[str] = []
+        self.states: dict[str, str] = {}
+        self.last_plain = 0.0
+
+    def show(self, *, url: str, services: dict[str, str], progress: str = "") -> None:
+        lines = [f"Prefill is running: {url}   (Ctrl-C stops everything)" if url else "Prefill workers (Ctrl-C)"]
+        width = max((len(name) for name in services), default=0)
+        lines += [f"  {name:<{width}}  {state}" for name, state in services.items()]
+        lines.append(f"  logs: {LOG_DIR}/<service>.log   (make logs)")
+        if self.tty:
+            if lines != self.lines:
+                erase = f"\x1b[{len(self.lines)}F\x1b[J" if self.lines else ""
+                self.stream.write(erase + "\n".join(lines) + "\n")
+                self.stream.flush()
+        else:
+            changed = {name: state.split(":")[0] for name, state in services.items()} != self.states
+            due = progress and time.monotonic() - self.last_plain >= self.PLAIN_PROGRESS_EVERY_S
+            if changed or due or not self.lines:
+                self.stream.write("\n".join(lines) + "\n\n")
+                self.stream.flush()
+                self.last_plain = time.monotonic()
+            self.states = {name: state.split(":")[0] for name, state in services.items()}
+        self.lines = lines
 
 
 def _http_ok(url: str) -> bool:
@@ -187,6 +310,8 @@ def run(*, host: str, port: int, with_web: bool, with_workers: bool, with_engine
     redis_url = env.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
     python = sys.executable
     children: list[Child] = []
+    url = f"http://{host}:{port}/" if with_web else ""
+    status = StatusBlock()
 
     def handle_signal(signum, frame):
         raise KeyboardInterrupt
@@ -199,29 +324,79 @@ def run(*, host: str, port: int, with_web: bool, with_workers: bool, with_engine
         redis_child = start_redis(redis_url)
         if redis_child:
             children.append(redis_child)
-        if with_engine:
-            engine = _spawn("engine", [python, "-m", "engines.local", "serve"], env)
-            children.append(engine)
-            _wait_for_engines(engine, env=env)
-            subprocess.run([python, "manage.py", "register_local_targets"], cwd=ROOT, env=env, check=True)
+        # Serve first: the site and its workers do not wait for the local engines.
         if with_workers:
             for name, argv in worker_commands(python=python):
                 children.append(_spawn(name, argv, env))
         if with_web:
             children.append(_spawn("web", web_command(python=python, host=host, port=port), env))
-            print(f"\nPrefill is running: http://{host}:{port}/   (Ctrl-C stops everything)\n", flush=True)
+        engine: Child | None = None
+        engine_state, engine_started = "", time.monotonic()
+        if with_engine:
+            engine = _spawn("engine", engine_command(python=python, env=env), env)
+            children.append(engine)
+            engine_state = "starting"
+            write_engine_state("building")
+        last_probe = 0.0
         while True:
             for child in children:
                 code = child.process.poll()
-                if code is not None:
-                    print(f"{child.name} exited with code {code}; stopping the rest.", file=sys.stderr, flush=True)
-                    return 1
+                if code is None:
+                    continue
+                if child is engine:
+                    # The site goes on without local engines; the Labs page and the block say why.
+                    children.remove(engine)
+                    engine, engine_state = None, f"failed (exit {code}): see {child.log_path}"
+                    write_engine_state("failed", detail=f"the engine exited with code {code}; see {child.log_path}")
+                    break
+                where = f"; see {child.log_path}" if child.log_path else ""
+                print(f"{child.name} exited with code {code}{where}; stopping the rest.", file=sys.stderr, flush=True)
+                return 1
+            progress = ""
+            if engine is not None and engine_state != "ready" and time.monotonic() - last_probe >= 1.0:
+                last_probe = time.monotonic()
+                if all(_http_ok(probe) for probe in engine_urls(env)):
+                    # Register the targets, then start the workers of queues that are new.
+                    subprocess.run(
+                        [python, "manage.py", "register_local_targets"],
+                        cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL,
+                    )
+                    running = {child.name for child in children}
+                    if with_workers:
+                        for name, argv in worker_commands(python=python):
+                            if name not in running:
+                                children.append(_spawn(name, argv, env))
+                    engine_state = "ready"
+                    write_engine_state("ready")
+                elif time.monotonic() - engine_started > ENGINE_TIMEOUT_S:
+                    engine_state = f"failed: no answer within {ENGINE_TIMEOUT_S:.0f} s; see {engine.log_path}"
+                    write_engine_state("failed", detail=engine_state)
+                    children.remove(engine)
+                    stop_all([engine])
+                    engine = None
+                else:
+                    progress, percent = build_progress()
+                    building = bool(progress) and "built" not in progress
+                    engine_state = f"building: {progress}" if building else "starting (loading models)"
+                    write_engine_state(
+                        "building" if building else "starting",
+                        detail=progress if building else "llama-server is built; the engines are loading their models",
+                        percent=percent,
+                    )
+            services = {child.name: "running" for child in children if child is not engine}
+            if with_web:
+                services["web"] = f"serving {url}"
+            if with_engine:
+                services["local engines"] = engine_state
+            status.show(url=url, services=services, progress=progress)
             time.sleep(0.5)
     except KeyboardInterrupt:
         print("\nStopping…", flush=True)
         return 0
     finally:
         stop_all(children)
+        if with_engine:
+            ENGINE_STATE_FILE.unlink(missing_ok=True)
 
 
 def main() -> None:
