@@ -47,3 +47,15 @@ def test_an_unknown_question_is_not_found(client, synced, user):
     client.force_login(user)
     assert client.get("/practice/q/no-such-question/").status_code == 404
     assert client.post("/practice/q/no-such-question/", {"answer": "x"}).status_code == 404
+
+
+def test_the_review_queue_is_a_few_queries_however_many_cards_are_due(
+    client, synced, user, django_assert_max_num_queries
+):
+    client.force_login(user)
+    client.post(URL, {"answer": "Decode reads all the weights every step."})  # a wrong-ish answer: a card
+    client.get("/practice/review/")
+    # user, cards due today (with their questions), upcoming cards
+    with django_assert_max_num_queries(3):
+        html = client.get("/practice/review/").content.decode()
+    assert "Why is decode memory-bound?" in html
