@@ -3,6 +3,7 @@ import time
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
@@ -57,12 +58,19 @@ def lesson_page(slug: str) -> dict | None:
         if parts is None:
             return None
         lesson = parts["lesson"]
-        return {
+        page = {
             **parts,
+            "next": parts["following"],
             "practice_questions": question_selectors.questions_by_slug(slugs=lesson.practice),
             "try_labs": lab_selectors.labs_by_slug(slugs=lesson.labs),
             "check_questions": question_selectors.check_questions(slugs=lesson.checks),
         }
+        # Rendered here, once, rather than by every request's template.
+        page["html"] = {
+            part: render_to_string(f"courses/lesson.html#lesson-{part}", page)
+            for part in ("head", "lists", "nav", "toc")
+        }
+        return page
 
     return shared_part(name=f"lesson-page:{slug}", build=build)
 
@@ -81,18 +89,19 @@ def _render_lesson(request: HttpRequest, lesson_slug: str) -> HttpResponse:
     learner = learner_state(request, page)
     if request.user.is_authenticated:
         learner["progress"] = services.record_lesson_view(user=request.user, lesson=lesson, known=learner["rows"])
-    context = {
-        "lesson": lesson,
+    return render(request, "courses/lesson.html", lesson_page_context(page, learner))
+
+
+def lesson_page_context(page: dict, learner: dict, *, checks: list[dict] | None = None) -> dict:
+    """The whole lesson page's context: the shared part, then the learner's own."""
+    return {
+        "lesson": page["lesson"],
         "rendered": page["rendered"],
         "body_parts": page["body_parts"],
-        "previous": page["previous"],
-        "next": page["following"],
-        "practice_questions": page["practice_questions"],
-        "try_labs": page["try_labs"],
-        "checks": lesson_checks(page, learner["latest"]),
+        "shared_html": page["html"],
+        "checks": checks if checks is not None else lesson_checks(page, learner["latest"]),
         **learner,
     }
-    return render(request, "courses/lesson.html", context)
 
 
 def learner_state(request: HttpRequest, page: dict) -> dict:

@@ -276,17 +276,7 @@ def lesson_check(request: HttpRequest, lesson_slug: str, question_slug: str) -> 
     if form.errors:
         check["form"] = form  # the template's answer_form tag shows this one, errors and all
     if not request.htmx:
-        context = {
-            "lesson": lesson,
-            "rendered": page["rendered"],
-            "body_parts": page["body_parts"],
-            "previous": page["previous"],
-            "next": page["following"],
-            "practice_questions": page["practice_questions"],
-            "try_labs": page["try_labs"],
-            "checks": checks,
-            **learner,
-        }
+        context = lesson_views.lesson_page_context(page, learner, checks=checks)
         return render(request, "courses/lesson.html", context, status=422)
     response = render(request, "courses/lesson.html#lesson-check", {"lesson": lesson, "check": check})
     # The progress panel counts answered checks; refresh it out of band.
