@@ -1,5 +1,6 @@
 """Read-side queries for courses: course outline with progress, rendered lesson HTML (cached)."""
 
+import copy
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -8,6 +9,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.cache import cache
 from django.db.models import Count, Q
 
+from core.shared import shared_part
 from core.versions import rendering_version
 from courses.models import Course, Lesson, LessonProgress, Module
 from courses.rendering import render_lesson_body
@@ -39,12 +41,12 @@ def _done_slugs(user: AbstractBaseUser | AnonymousUser) -> set[str] | None:
     )
 
 
-def course_outline(*, user: AbstractBaseUser | AnonymousUser) -> dict:
+def _course_catalogue() -> tuple[Course | None, list[tuple[Module, list[Lesson]]]]:
+    """The live course, its modules and their lessons: the same for every learner, so built
+    once per content version (core.shared). Read-only: course_outline copies what it marks."""
     course = live_course()
     if course is None:
-        return {"course": None, "modules": [], "course_progress": None}
-    done = _done_slugs(user)
-    modules = []
+        return None, []
     lessons = (
         Lesson.objects.live()
         .filter(module__course=course)
@@ -54,10 +56,21 @@ def course_outline(*, user: AbstractBaseUser | AnonymousUser) -> dict:
     by_module: dict[int, list[Lesson]] = {}
     for lesson in lessons:
         by_module.setdefault(lesson.module_id, []).append(lesson)
-    for module in Module.objects.live().filter(course=course):
-        module_lessons = by_module.get(module.pk, [])
+    return course, [(module, by_module.get(module.pk, [])) for module in Module.objects.live().filter(course=course)]
+
+
+def course_outline(*, user: AbstractBaseUser | AnonymousUser) -> dict:
+    course, catalogue = shared_part(name="course-catalogue", build=_course_catalogue)
+    if course is None:
+        return {"course": None, "modules": [], "course_progress": None}
+    done = _done_slugs(user)
+    modules = []
+    for shared_module, shared_lessons in catalogue:
+        # Copies: the shared objects are read by every request at once.
+        module_lessons = [copy.copy(lesson) for lesson in shared_lessons]
         for lesson in module_lessons:
             lesson.is_done = done is not None and lesson.slug in done
+        module = copy.copy(shared_module)
         module.lesson_list = module_lessons
         module.lesson_count = len(module_lessons)
         module.done = None if done is None else sum(1 for lesson in module_lessons if lesson.is_done)

@@ -1,9 +1,12 @@
 """Read-side queries for practice, and access to the parsed question bank."""
 
+import copy
+
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
+from core.shared import shared_part
 from questions.models import Attempt, ModelAnswerReveal, Question, QuestionSet, ReviewCard, Rubric
 
 
@@ -47,8 +50,14 @@ def attempt_criteria(*, attempt: Attempt) -> list[dict]:
     return attempt.question.spec.get("rubric", [])
 
 
+def _live_sets() -> list[QuestionSet]:
+    return list(QuestionSet.objects.live().annotate(total=Count("questions", filter=Q(questions__retired=False))))
+
+
 def set_list(*, user: AbstractBaseUser | AnonymousUser) -> list[QuestionSet]:
-    sets = list(QuestionSet.objects.live().annotate(total=Count("questions", filter=Q(questions__retired=False))))
+    # The sets and their sizes are the same for everyone (once per content version, core.shared);
+    # copies, because each request marks its own learner's counts on them.
+    sets = [copy.copy(question_set) for question_set in shared_part(name="question-sets", build=_live_sets)]
     if user.is_authenticated:
         answered = dict(
             Attempt.objects.filter(user=user, follow_up="", question__retired=False)

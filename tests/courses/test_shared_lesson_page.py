@@ -100,3 +100,18 @@ def test_a_retired_or_unknown_lesson_is_not_found(client, synced, user):
     client.force_login(user)
     assert client.get("/learn/lessons/no-such-lesson/").status_code == 404
     assert client.post("/learn/lessons/no-such-lesson/done/", {"done": "1"}).status_code == 404
+
+
+def test_the_course_outline_is_shared_and_marks_only_the_learners_own_lessons(
+    client, synced, make_user, django_assert_max_num_queries
+):
+    ada, grace = make_user("ada"), make_user("grace")
+    client.force_login(ada)
+    client.post(f"{LESSON}done/", {"done": "1"})
+    html = client.get("/learn/").content.decode()
+    assert html.index("First lesson") < html.index("Second lesson") and "1 of 2" in html
+    client.force_login(grace)
+    # user and the learner's finished lessons; the course, modules and lessons are shared
+    with django_assert_max_num_queries(2):
+        html = client.get("/learn/").content.decode()
+    assert "0 of 2" in html and "1 of 2" not in html

@@ -59,3 +59,16 @@ def test_the_review_queue_is_a_few_queries_however_many_cards_are_due(
     with django_assert_max_num_queries(3):
         html = client.get("/practice/review/").content.decode()
     assert "Why is decode memory-bound?" in html
+
+
+def test_the_practice_index_shares_the_sets_and_counts_the_learners_own_answers(
+    client, synced, make_user, django_assert_max_num_queries
+):
+    ada, grace = make_user("ada"), make_user("grace")
+    client.force_login(ada)
+    client.post(URL, {"answer": "Decode reads all the weights every step."})
+    assert "1 answered" in client.get("/practice/").content.decode()
+    client.force_login(grace)
+    with django_assert_max_num_queries(2):  # user, the learner's answered questions per set
+        html = client.get("/practice/").content.decode()
+    assert "Sample set" in html and "0 answered" in html
