@@ -147,8 +147,11 @@ def log_path_for(name: str) -> Path:
     return LOG_DIR / f"{name.replace(':', '-')}.log"
 
 
-def _spawn(name: str, argv: list[str], env: dict[str, str]) -> Child:
-    """Start a child in its own process group, its output going to var/log/<name>.log."""
+def _spawn(name: str, argv: list[str], env: dict[str, str], *, to_log_file: bool = True) -> Child:
+    """Start a child in its own process group, its output going to var/log/<name>.log (or, for a
+    container whose output is collected by docker, to ours)."""
+    if not to_log_file:
+        return Child(name, subprocess.Popen(argv, cwd=ROOT, env=env, start_new_session=True))
     log = RotatingLog(log_path_for(name))
     log.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {shlex.join(argv)}\n".encode())
     process = subprocess.Popen(
@@ -311,7 +314,10 @@ def run(*, host: str, port: int, with_web: bool, with_workers: bool, with_engine
     python = sys.executable
     children: list[Child] = []
     url = f"http://{host}:{port}/" if with_web else ""
-    status = StatusBlock()
+    # `make run` keeps the terminal for its status block and sends each service's output to its
+    # log file; `make worker` (and the compose file's worker service) passes the output through.
+    to_log_files = with_web
+    status = StatusBlock() if to_log_files else None
 
     def handle_signal(signum, frame):
         raise KeyboardInterrupt
@@ -327,7 +333,7 @@ def run(*, host: str, port: int, with_web: bool, with_workers: bool, with_engine
         # Serve first: the site and its workers do not wait for the local engines.
         if with_workers:
             for name, argv in worker_commands(python=python):
-                children.append(_spawn(name, argv, env))
+                children.append(_spawn(name, argv, env, to_log_file=to_log_files))
         if with_web:
             children.append(_spawn("web", web_command(python=python, host=host, port=port), env))
         engine: Child | None = None
@@ -365,7 +371,7 @@ def run(*, host: str, port: int, with_web: bool, with_workers: bool, with_engine
                     if with_workers:
                         for name, argv in worker_commands(python=python):
                             if name not in running:
-                                children.append(_spawn(name, argv, env))
+                                children.append(_spawn(name, argv, env, to_log_file=to_log_files))
                     engine_state = "ready"
                     write_engine_state("ready")
                 elif time.monotonic() - engine_started > ENGINE_TIMEOUT_S:
@@ -388,7 +394,8 @@ def run(*, host: str, port: int, with_web: bool, with_workers: bool, with_engine
                 services["web"] = f"serving {url}"
             if with_engine:
                 services["local engines"] = engine_state
-            status.show(url=url, services=services, progress=progress)
+            if status is not None:
+                status.show(url=url, services=services, progress=progress)
             time.sleep(0.5)
     except KeyboardInterrupt:
         print("\nStopping…", flush=True)
