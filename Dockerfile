@@ -23,6 +23,9 @@ COPY templates ./templates
 COPY static ./static
 COPY manage.py gunicorn.conf.py ./
 RUN pip install . && mkdir -p /app/var && chown -R prefill /app/var
+# The grader's sentence model, fetched at build time (hash-checked) so the image grades offline.
+ENV PREFILL_GRADER_MODEL_DIR=/opt/prefill/grader-model
+RUN python -m questions.grading.model_files
 
 USER prefill
 # collectstatic needs settings; a build-time key is used only for this step.

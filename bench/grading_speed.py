@@ -3,8 +3,14 @@
     python bench/grading_speed.py [--repeat 20]
 
 Needs no database or Django settings: it reads the bank and the labelled answers from files.
-The first pass over the set is reported on its own (regexes compile on first use) and left
-out of the percentiles, which describe a warm worker.
+The first pass over the set is reported on its own (regexes compile and each question's
+reference sentences are embedded on first use) and left out of the percentiles, which
+describe a warm worker. Learner sentences are never cached: every pass runs the sentence
+model on every sentence again, as a new answer would. The model runs on one BLAS thread per
+process (the web and worker processes already use the cores); on a busy machine pin the run
+to a core and take the best of three, e.g.
+
+    for i in 1 2 3; do OPENBLAS_NUM_THREADS=1 taskset -c 1 python bench/grading_speed.py; done
 """
 
 from __future__ import annotations
@@ -20,7 +26,8 @@ sys.path.insert(0, str(ROOT))
 
 from questions.bank import load_bank  # noqa: E402
 from questions.grading import grade  # noqa: E402
-from questions.grading.evaluation import load_evaluation_set  # noqa: E402
+from questions.grading.embedding import encoder  # noqa: E402
+from questions.grading.evaluation import discover_rounds, round_answers  # noqa: E402
 
 
 def percentile(sorted_ms: list[float], fraction: float) -> float:
@@ -43,7 +50,12 @@ def main() -> int:
     started = time.perf_counter()
     bank = load_bank(content_dir=args.content_dir)
     load_ms = (time.perf_counter() - started) * 1000
-    answers = load_evaluation_set(directory=args.eval_dir, bank=bank)
+    answers = [
+        a for r in discover_rounds(args.eval_dir) for a in round_answers(round_=r, bank=bank)
+    ]
+    started = time.perf_counter()
+    encoder()
+    model_ms = (time.perf_counter() - started) * 1000
     targets = []
     for answer in answers:
         question = bank.question(answer.question)
@@ -64,6 +76,7 @@ def main() -> int:
     lengths = [len(a.text) for a in answers]
 
     print(f"bank load: {load_ms:.0f} ms ({len(bank.questions)} questions)")
+    print(f"sentence model load: {model_ms:.0f} ms (once per process)")
     print(
         f"answers: {len(answers)} (median {statistics.median(lengths):.0f} chars, "
         f"max {max(lengths)}), first pass {cold_ms:.0f} ms total",

@@ -59,6 +59,9 @@ class Criterion:
     # "sentence": the concepts of an alternative must meet in one sentence (the default);
     # "answer": anywhere in the answer, for points such as "names both phases".
     scope: Scope = "sentence"
+    # The same point said in other (plain) words: the semantic layer credits a learner
+    # sentence that means what one of these means.
+    paraphrases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,9 @@ class Misconception:
     unless: tuple[str, ...] = ()
     # Numeric questions only: a tell-tale wrong value (in the question's unit).
     value: float | None = None
+    # The wrong belief itself, stated as a learner would state it (several wordings): the
+    # semantic layer flags a sentence that means what one of these means.
+    statements: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -448,7 +454,7 @@ def _rubric(
         reader.table(
             body, at,
             required={"id", "points", "earns", "match", "feedback_met", "feedback_missed"},
-            optional={"unless", "scope"},
+            optional={"unless", "scope", "paraphrases"},
         )
         criterion_id = reader.slug(body, at, "id")
         scope = reader.string(body, at, "scope") if "scope" in body else "sentence"
@@ -472,9 +478,28 @@ def _rubric(
                     reader, (*at, "unless"), reader.strings(body, at, "unless"), concepts,
                 ),
                 scope=scope,  # type: ignore[arg-type]
+                paraphrases=_sentences(reader, body, at, "paraphrases"),
             ),
         )
     return tuple(criteria)
+
+
+def _sentences(
+    reader: _Reader, body: Mapping[str, Any], at: Sequence[str | int], key: str,
+) -> tuple[str, ...]:
+    """Paraphrases or statements: distinct sentences of 3 to 60 words each."""
+    values = reader.strings(body, at, key)
+    seen: set[str] = set()
+    for value in values:
+        words = len(value.split())
+        if not 3 <= words <= 60:
+            raise reader.error(
+                (*at, key), f"each of {key!r} must be one sentence of 3 to 60 words: {value!r}",
+            )
+        if value.strip().lower() in seen:
+            raise reader.error((*at, key), f"{key!r} repeats {value!r}")
+        seen.add(value.strip().lower())
+    return values
 
 
 def _misconceptions(
@@ -490,7 +515,7 @@ def _misconceptions(
         at = (*where, "misconceptions", index)
         reader.table(
             body, at, required={"id", "correction"},
-            optional={"match", "voids", "unless", "value"},
+            optional={"match", "voids", "unless", "value", "statements"},
         )
         misconception_id = reader.slug(body, at, "id")
         if misconception_id in seen:
@@ -502,8 +527,11 @@ def _misconceptions(
         match = _check_match(
             reader, (*at, "match"), reader.strings(body, at, "match"), concepts, required=False,
         )
-        if not match and value is None:
-            raise reader.error(at, f"misconception {misconception_id!r} needs 'match' or 'value'")
+        statements = _sentences(reader, body, at, "statements")
+        if not match and value is None and not statements:
+            raise reader.error(
+                at, f"misconception {misconception_id!r} needs 'match', 'statements' or 'value'",
+            )
         voids = reader.strings(body, at, "voids")
         for criterion_id in voids:
             if criterion_id not in criterion_ids:
@@ -521,6 +549,7 @@ def _misconceptions(
                     reader, (*at, "unless"), reader.strings(body, at, "unless"), concepts,
                 ),
                 value=value,
+                statements=statements,
             ),
         )
     return tuple(found)

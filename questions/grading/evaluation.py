@@ -18,9 +18,10 @@ Every criterion of the rubric must be labelled, so agreement is measured on all 
 
 from __future__ import annotations
 
+import json
 import tomllib
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -191,11 +192,24 @@ def _target(bank: Bank, answer_question: str, follow_up: str | None) -> Question
     return question.follow_up(follow_up) if follow_up else question
 
 
-def load_evaluation_set(*, directory: Path, bank: Bank) -> list[LabelledAnswer]:
-    """Every labelled answer under `directory` (recursively), checked against the bank."""
+def load_evaluation_set(
+    *, directory: Path, bank: Bank, recursive: bool = True,
+    rubric_changes: Mapping[str, Mapping[str, Iterable[str]]] | None = None,
+) -> list[LabelledAnswer]:
+    """Every labelled answer under `directory` (recursively unless told), checked against the bank.
+
+    `rubric_changes` ({"retired": {slug: [criterion, ...]}, "added": {...}}) is for a frozen
+    round whose rubric changed after it was written: a label for a retired criterion is
+    dropped, and an added criterion may go unlabelled (it is then not measured); the labels
+    themselves are never edited.
+    """
+    changes = rubric_changes or {}
+    retired = {k: set(v) for k, v in changes.get("retired", {}).items()}
+    added = {k: set(v) for k, v in changes.get("added", {}).items()}
     answers: list[LabelledAnswer] = []
     seen: set[str] = set()
-    for path in sorted(directory.rglob("*.toml")):
+    paths = directory.rglob("*.toml") if recursive else directory.glob("*.toml")
+    for path in sorted(paths):
         text = path.read_text(encoding="utf-8")
         try:
             data = tomllib.loads(text)
@@ -223,10 +237,17 @@ def load_evaluation_set(*, directory: Path, bank: Bank) -> list[LabelledAnswer]:
                 raise BankError(path, line, f"category {category!r} not in {CATEGORIES}")
             if split not in SPLITS:
                 raise BankError(path, line, f"split {split!r} not in {SPLITS}")
-            expected = body.get("expected", {})
+            expected = {
+                k: v for k, v in body.get("expected", {}).items()
+                if k not in retired.get(question_slug, set())
+            }
             rubric_ids = [c.id for c in target.rubric]
             if target.type == "numeric":
                 rubric_ids = ["value", *rubric_ids]
+            rubric_ids = [
+                c for c in rubric_ids
+                if c in expected or c not in added.get(question_slug, set())
+            ]
             if sorted(expected) != sorted(rubric_ids):
                 raise BankError(
                     path, line,
@@ -260,11 +281,20 @@ def _threshold_problem(category: str, fraction: float) -> str | None:
     return None
 
 
-def evaluate(*, answers: Iterable[LabelledAnswer], bank: Bank) -> EvaluationReport:
+Grader = Callable[[Question | FollowUp, str], GradeResult]
+
+
+def rubric_grader(target: Question | FollowUp, text: str) -> GradeResult:
+    return grade(question=target, answer=text)
+
+
+def evaluate(
+    *, answers: Iterable[LabelledAnswer], bank: Bank, grader: Grader = rubric_grader,
+) -> EvaluationReport:
     report = EvaluationReport()
     for answer in answers:
         target = _target(bank, answer.question, answer.follow_up)
-        result = grade(question=target, answer=answer.text)
+        result = grader(target, answer.text)
         met = {c.id: c.met for c in result.criteria}
         flagged = {m.id for m in result.misconceptions}
         report.outcomes.append(
@@ -318,4 +348,198 @@ def render_text(report: EvaluationReport) -> str:
     problems = report.problems
     lines += ["", "Threshold problems:" if problems else "All thresholds hold."]
     lines += [f"  {problem}" for problem in problems]
+    return "\n".join(lines)
+
+
+# --- Rounds and the figures the issue asks for ----------------------------------------------
+
+# What each kind of answer must score (share of max) to count as graded right; a misconception
+# answer must also have its misconception flagged.
+STYLE_RULES = {
+    "strong": "scores >= 80%",
+    "paraphrase": "scores >= 50%",
+    "partial": "scores 20-85%",
+    "misconception": "flagged and <= 50%",
+    "keyword_list": "scores <= 35%",
+    "wrong": "scores <= 35%",
+}
+STYLE_ORDER = ("strong", "paraphrase", "partial", "misconception", "keyword_list", "wrong")
+_SLACK = 1e-9
+_LABEL = 36
+
+
+def graded_right(outcome: AnswerOutcome) -> bool:
+    """Whether an answer's score (and flags) are what its style calls for."""
+    fraction = outcome.fraction
+    category = outcome.answer.category
+    if category == "strong":
+        return fraction >= 0.80 - _SLACK
+    if category == "paraphrase":
+        return fraction >= 0.50 - _SLACK
+    if category == "partial":
+        return 0.20 - _SLACK <= fraction <= 0.85 + _SLACK
+    if category == "misconception":
+        flagged = not outcome.missed_misconceptions and bool(outcome.result.misconceptions)
+        return flagged and fraction <= 0.50 + _SLACK
+    return fraction <= 0.35 + _SLACK
+
+
+def cohen_kappa(pairs: Iterable[tuple[bool, bool]]) -> float | None:
+    """Cohen's kappa of (grader, label) decisions; None when chance agreement is total."""
+    table = [0, 0, 0, 0]  # both met, grader only, label only, neither
+    for graded, labelled in pairs:
+        table[(0 if graded else 2) + (0 if labelled else 1)] += 1
+    both, grader_only, label_only, neither = table
+    total = sum(table)
+    if total == 0:
+        return None
+    observed = (both + neither) / total
+    grader_met = (both + grader_only) / total
+    label_met = (both + label_only) / total
+    expected = grader_met * label_met + (1 - grader_met) * (1 - label_met)
+    if expected >= 1.0:
+        return None
+    return (observed - expected) / (1 - expected)
+
+
+def figures(report: EvaluationReport) -> dict[str, Any]:
+    """Per style: answers and how many were graded right, mean score; overall agreement and
+    Cohen's kappa on met/not-met, pooled and per criterion; misconceptions flagged."""
+    styles: dict[str, dict[str, float]] = {}
+    for style in STYLE_ORDER:
+        members = [o for o in report.outcomes if o.answer.category == style]
+        if not members:
+            continue
+        right = sum(graded_right(o) for o in members)
+        styles[style] = {
+            "answers": len(members),
+            "graded_right": right,
+            "share": round(right / len(members), 4),
+            "mean_score": round(sum(o.fraction for o in members) / len(members), 4),
+        }
+    decisions: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+    for outcome in report.outcomes:
+        met = {c.id: c.met for c in outcome.result.criteria}
+        answer = outcome.answer
+        target = f"{answer.question}/{answer.follow_up}" if answer.follow_up else answer.question
+        for criterion_id, wanted in answer.expected.items():
+            if criterion_id in met:
+                decisions[f"{target}:{criterion_id}"].append((met[criterion_id], wanted))
+    pooled = [pair for pairs in decisions.values() for pair in pairs]
+    kappa = cohen_kappa(pooled)
+    per_criterion = {}
+    for key, pairs in sorted(decisions.items()):
+        value = cohen_kappa(pairs)
+        per_criterion[key] = {
+            "decisions": len(pairs),
+            "agreement": round(sum(a == b for a, b in pairs) / len(pairs), 4),
+            "kappa": None if value is None else round(value, 4),
+        }
+    found, expected = report.misconception_recall
+    right = sum(graded_right(o) for o in report.outcomes)
+    return {
+        "answers": len(report.outcomes),
+        "graded_right": right,
+        "graded_right_share": round(right / len(report.outcomes), 4) if report.outcomes else 0.0,
+        "agreement": round(report.overall, 4),
+        "kappa": None if kappa is None else round(kappa, 4),
+        "styles": styles,
+        "misconceptions_flagged": [found, expected],
+        "unexpected_misconceptions": len(report.unexpected_misconceptions),
+        "per_criterion": per_criterion,
+    }
+
+
+ROUND_FILE = "round.json"
+
+
+@dataclass(frozen=True)
+class Round:
+    """A set of labelled answers: the development set (top-level files) or a round folder.
+
+    A round folder holds `round.json`: how it was written, whether it is still held out, and
+    the figures of the first time the grader saw it (`first_run`, and `first_run_judge` for
+    rubric+judge), which are never rewritten.
+    """
+
+    name: str
+    path: Path
+    meta: Mapping[str, Any]
+
+    @property
+    def held_out(self) -> bool:
+        return self.meta.get("status") == "held-out"
+
+    @property
+    def first_run(self) -> Mapping[str, Any] | None:
+        return self.meta.get("first_run")
+
+
+def discover_rounds(directory: Path) -> list[Round]:
+    """The development set first, then every round folder in name order."""
+    rounds = [
+        Round(
+            name="development",
+            path=directory,
+            meta={
+                "status": "development",
+                "written": "by the grader's authors, while writing the patterns",
+            },
+        ),
+    ]
+    for folder in sorted(p for p in directory.iterdir() if p.is_dir()):
+        meta_path = folder / ROUND_FILE
+        meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
+        rounds.append(Round(name=folder.name, path=folder, meta=meta))
+    return rounds
+
+
+def round_answers(*, round_: Round, bank: Bank) -> list[LabelledAnswer]:
+    return load_evaluation_set(
+        directory=round_.path, bank=bank, recursive=round_.name != "development",
+        rubric_changes=round_.meta.get("rubric_changes"),
+    )
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def render_rounds(columns: list[tuple[str, Mapping[str, Any] | None]]) -> str:
+    """A table: one row per style and overall, one column per (heading, figures)."""
+    width = max(16, *(len(heading) + 2 for heading, _ in columns))
+    lines = ["".ljust(_LABEL) + "".join(heading.rjust(width) for heading, _ in columns)]
+
+    def cell(data: Mapping[str, Any] | None, style: str | None, what: str) -> str:
+        if data is None:
+            return "not recorded".rjust(width)
+        if style is not None:
+            item = data.get("styles", {}).get(style)
+            if item is None:
+                return "-".rjust(width)
+            return (
+                f"{item['graded_right']}/{item['answers']} {item['share']:.0%}".rjust(width)
+            )
+        if what == "right":
+            return (
+                f"{data['graded_right']}/{data['answers']} {data['graded_right_share']:.0%}"
+            ).rjust(width)
+        if what == "misconceptions":
+            found, expected = data["misconceptions_flagged"]
+            return f"{found}/{expected}".rjust(width)
+        value = data.get(what)
+        if what == "kappa":
+            return ("-" if value is None else f"{value:.2f}").rjust(width)
+        return _percent(value).rjust(width)
+
+    for style in STYLE_ORDER:
+        label = f"{style} ({STYLE_RULES[style]})"
+        lines.append(label.ljust(_LABEL) + "".join(cell(d, style, "") for _, d in columns))
+    lines.append("all answers graded right".ljust(_LABEL) + "".join(cell(d, None, "right") for _, d in columns))
+    lines.append("criterion agreement".ljust(_LABEL) + "".join(cell(d, None, "agreement") for _, d in columns))
+    lines.append("Cohen's kappa (met/not met)".ljust(_LABEL) + "".join(cell(d, None, "kappa") for _, d in columns))
+    lines.append(
+        "misconceptions flagged".ljust(_LABEL)
+        + "".join(cell(d, None, "misconceptions") for _, d in columns),
+    )
     return "\n".join(lines)

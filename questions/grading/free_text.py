@@ -2,62 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
-from questions.bank import FollowUp, Question
-from questions.grading.results import CriterionResult, GradeResult, MisconceptionHit, total
+from questions.bank import Criterion, FollowUp, Question
+from questions.grading.matching import _alternatives, _matching_sentences, used_concepts
+from questions.grading.results import (
+    KEYWORD_LIST_CAP,
+    MISCONCEPTION_CAP,
+    CriterionResult,
+    GradeResult,
+    MisconceptionHit,
+    total,
+)
+from questions.grading.semantic import semantic_evidence
 from questions.grading.text import (
     AnswerAnalysis,
     analyse,
-    any_present,
     evidence_span,
-    holds,
     keyword_list_reason,
 )
-
-
-def _alternatives(match: Sequence[str]) -> list[list[str]]:
-    return [[part.strip() for part in alternative.split("+")] for alternative in match]
-
-
-def used_concepts(question: Question | FollowUp) -> set[str]:
-    used: set[str] = set()
-    for item in [*question.rubric, *question.misconceptions]:
-        for alternative in _alternatives(item.match):
-            used.update(alternative)
-        used.update(item.unless)
-    for group in question.contrasts:
-        if used & set(group):
-            used.update(group)
-    return used
-
-
-def _matching_sentences(
-    analysis: AnswerAnalysis, match: Sequence[str], unless: Sequence[str], *,
-    misconception: bool, tainted: Mapping[int, set[str]] | None = None,
-) -> dict[int, list[str]]:
-    """Sentence index -> the first alternative that holds there.
-
-    Misconceptions are only looked for in sentences that make a claim and do not report or
-    suppose someone else's belief. An alternative cannot earn a criterion in a sentence where
-    a misconception was found about one of the same concepts.
-    """
-    hits: dict[int, list[str]] = {}
-    for index, sentence in enumerate(analysis.sentences):
-        if misconception and (sentence.distanced or not sentence.claims):
-            continue
-        if unless and any_present(analysis=analysis, index=index, concept_ids=unless):
-            continue
-        for alternative in _alternatives(match):
-            if tainted and tainted.get(index, set()) & set(alternative):
-                continue
-            # A relation has to be stated; terms side by side in a list state nothing.
-            if len(alternative) > 1 and not sentence.claims:
-                continue
-            if holds(analysis=analysis, index=index, alternative=alternative):
-                hits[index] = alternative
-                break
-    return hits
 
 
 def _answer_wide(analysis: AnswerAnalysis, match: Sequence[str]) -> list[int] | None:
@@ -93,21 +56,36 @@ def grade_rubric(
         contrasts=question.contrasts,
     )
 
+    meaning = semantic_evidence(question=question, analysis=analysis)
     hits: list[MisconceptionHit] = []
     tainted: dict[int, set[str]] = {}
+    # Sentences that state a misconception by meaning earn no criterion by meaning.
+    wrong_sentences: set[int] = set()
     voided: dict[str, str] = {}
-    for misconception in question.misconceptions:
-        if not misconception.match:
-            continue
-        found = _matching_sentences(
-            analysis, misconception.match, misconception.unless, misconception=True,
+    for misconception, semantic in zip(
+        question.misconceptions, meaning.misconceptions, strict=True,
+    ):
+        found = (
+            _matching_sentences(
+                analysis, misconception.match, misconception.unless, misconception=True,
+            )
+            if misconception.match else {}
         )
-        if not found:
+        # `unless` guards the patterns ("compute-bound" near "batching"); the semantic match
+        # already weighed the whole sentence against the right statements.
+        if semantic is not None:
+            wrong_sentences.update(range(semantic.unit.first, semantic.unit.last + 1))
+        if not found and semantic is None:
             continue
         for index, alternative in found.items():
             tainted.setdefault(index, set()).update(alternative)
-        first = min(found)
-        start, end = evidence_span(analysis=analysis, index=first)
+            wrong_sentences.add(index)
+        if found:
+            start, end = evidence_span(analysis=analysis, index=min(found))
+        else:
+            assert semantic is not None
+            start = analysis.sentences[semantic.unit.first].sentence.start
+            end = analysis.sentences[semantic.unit.last].sentence.end
         hits.append(
             MisconceptionHit(
                 id=misconception.id, correction=misconception.correction,
@@ -118,7 +96,7 @@ def grade_rubric(
             voided.setdefault(criterion_id, misconception.id)
 
     results: list[CriterionResult] = []
-    for criterion in question.rubric:
+    for criterion, semantic in zip(question.rubric, meaning.criteria, strict=True):
         # A sentence that states a misconception earns nothing for the same concepts
         # ("decode is compute-bound because it reads all the weights").
         sentences = sorted(
@@ -137,6 +115,14 @@ def grade_rubric(
                     evidence_span(analysis=analysis, index=spread[0])[0],
                     analysis.sentences[spread[-1]].sentence.end,
                 )
+        if span is None and semantic is not None and not (
+            wrong_sentences & set(range(semantic.unit.first, semantic.unit.last + 1))
+        ):
+            # Said in other words: the learner's own sentence(s) are the evidence.
+            span = (
+                analysis.sentences[semantic.unit.first].sentence.start,
+                analysis.sentences[semantic.unit.last].sentence.end,
+            )
         if criterion.id in voided:
             results.append(
                 CriterionResult(
@@ -164,13 +150,45 @@ def grade_rubric(
                 ),
             )
     capped = keyword_list_reason(answer) if apply_keyword_cap else None
+    if capped is not None:
+        results = [
+            _unless_explained(analysis, result, criterion)
+            for result, criterion in zip(results, question.rubric, strict=True)
+        ]
     return tuple(results), tuple(hits), capped
+
+
+def _unless_explained(
+    analysis: AnswerAnalysis, result: CriterionResult, criterion: Criterion,
+) -> CriterionResult:
+    """In an answer that is a list of terms, a point is only earned by a sentence that
+    explains: naming "ridge point" between commas does not show what it is. Answer-wide
+    points are about naming things ("names both phases"), so naming still earns them."""
+    if not result.met or result.evidence_span is None or criterion.scope == "answer":
+        return result
+    start, end = result.evidence_span
+    inside = [
+        s for s in analysis.sentences if start <= s.sentence.start and s.sentence.end <= end
+    ]
+    if any(s.claims for s in inside):
+        return result
+    return CriterionResult(
+        id=result.id, met=False, points=result.points, awarded=0,
+        feedback=f"{criterion.feedback_missed} (Named in a list, not explained.)",
+    )
 
 
 def grade_free_text(*, question: Question | FollowUp, answer: str) -> GradeResult:
     criteria, misconceptions, capped = grade_rubric(question=question, answer=answer)
-    score, max_score = total(criteria=criteria, capped_reason=capped)
+    cap = KEYWORD_LIST_CAP
+    if capped is None and misconceptions:
+        cap = MISCONCEPTION_CAP
+        capped = (
+            "The answer rests on a misconception (see below), so it is held to "
+            f"{MISCONCEPTION_CAP:.0%} whatever else it gets right."
+        )
+    score, max_score = total(criteria=criteria, capped_reason=capped, cap=cap)
     return GradeResult(
         score=score, max_score=max_score, criteria=criteria, misconceptions=misconceptions,
-        capped_reason=capped, rubric_version=question.rubric_version,
+        capped_reason=capped, rubric_version=question.rubric_version, cap=cap,
     )

@@ -9,6 +9,9 @@ DecidedBy = Literal["rubric", "judge", "rubric+judge"]
 
 # Answers that list terms without explaining are held to this share of the marks.
 KEYWORD_LIST_CAP = 0.35
+# An answer that states a misconception the question lists is held to this share: getting
+# the vocabulary right around a wrong model must not read as a pass.
+MISCONCEPTION_CAP = 0.50
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,8 @@ class GradeResult:
     misconceptions: tuple[MisconceptionHit, ...] = field(default_factory=tuple)
     capped_reason: str | None = None
     rubric_version: str = ""
+    # The share of max_score the answer is held to when capped_reason is set.
+    cap: float = KEYWORD_LIST_CAP
 
     @property
     def fraction(self) -> float:
@@ -83,17 +88,20 @@ class GradeResult:
 
 def total(
     *, criteria: tuple[CriterionResult, ...], capped_reason: str | None,
+    cap: float = KEYWORD_LIST_CAP,
 ) -> tuple[float, int]:
-    """(score, max_score) for a mark sheet, applying the keyword-list cap when it is set."""
+    """(score, max_score) for a mark sheet, applying the cap when a reason for it is set."""
     max_score = sum(c.points for c in criteria)
     score = sum(c.awarded for c in criteria)
     if capped_reason is not None:
-        score = min(score, KEYWORD_LIST_CAP * max_score)
+        score = min(score, cap * max_score)
     return round(score, 2), max_score
 
 
 def with_criteria(
     result: GradeResult, *, criteria: tuple[CriterionResult, ...],
 ) -> GradeResult:
-    score, max_score = total(criteria=criteria, capped_reason=result.capped_reason)
+    score, max_score = total(
+        criteria=criteria, capped_reason=result.capped_reason, cap=result.cap,
+    )
     return replace(result, criteria=criteria, score=score, max_score=max_score)

