@@ -159,15 +159,21 @@ class RunForm(forms.Form):
     ) -> None:
         super().__init__(*args, **kwargs)
         self.lab = lab
-        targets = InferenceTarget.objects.filter(enabled=True).order_by("name")
-        self.fields["target"].queryset = targets
+        enabled = InferenceTarget.objects.filter(enabled=True).order_by("name")
+        self.fields["target"].queryset = enabled
+        # Read once: the page asks whether there are any, then lists them (a query each, otherwise).
+        self.targets = list(enabled)
         self.needs_forced_output = needs_forced_output(plan=lab.spec.get("plan", {}))
         # Marked before the learner submits: on such an engine this lab's comparison is uncontrolled.
-        self.fields["target"].label_from_instance = lambda target: (
-            f"{target.name} (uncontrolled: cannot force output length)"
-            if self.needs_forced_output and not target.can_force_output_length
-            else target.name
-        )
+        self.fields["target"].choices = [
+            (
+                target.pk,
+                f"{target.name} (uncontrolled: cannot force output length)"
+                if self.needs_forced_output and not target.can_force_output_length
+                else target.name,
+            )
+            for target in self.targets
+        ]
         self.param_specs = lab.spec.get("params", [])
         initial_values: dict = {}
         for param in self.param_specs:

@@ -1,8 +1,11 @@
 import csv
 import io
 import json
+import time
 from datetime import UTC, datetime
+from pathlib import Path
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 from django.db.models import Count, Q
@@ -379,3 +382,29 @@ def runs_csv(*, user: AbstractBaseUser) -> str:
 def run_counts(*, user: AbstractBaseUser) -> dict[str, int]:
     runs = LabRun.objects.filter(user=user)
     return {"runs": runs.count(), "active": runs.filter(status__in=LabRun.ACTIVE).count()}
+
+
+# `make run` (scripts.services) writes this every second while the local engines build and
+# start, and removes it when it stops; an older file belongs to a supervisor that is gone.
+LOCAL_ENGINE_STATE_STALE_S = 10.0
+
+
+def local_engine_state(*, now: float | None = None) -> dict | None:
+    """How the local engines are getting on while `make run` builds and starts them: a dict with
+    ``state`` ("building", "starting", "failed"), ``detail`` (phase, compiled units, elapsed, the
+    expected total) and ``percent`` (or None); None when they are ready or not being started."""
+    path = Path(settings.VAR_DIR) / "run" / "local-engines.json"
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("state") not in {"building", "starting", "failed"}:
+        return None
+    if (now or time.time()) - float(record.get("updated_at", 0)) > LOCAL_ENGINE_STATE_STALE_S:
+        return None
+    percent = record.get("percent")
+    return {
+        "state": record["state"],
+        "detail": str(record.get("detail", "")),
+        "percent": percent if isinstance(percent, int) and 0 <= percent <= 100 else None,
+    }
