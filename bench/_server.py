@@ -27,7 +27,7 @@ from typing import IO
 
 import httpx
 
-from scripts.stopping import StopSignals
+from engines.stopping import StopSignals
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
@@ -63,7 +63,7 @@ def stop_on_sigterm() -> StopSignals:
     """SIGTERM and SIGHUP unwind like Ctrl-C, so every ``finally`` that stops a child runs.
 
     Only the first one raises; a second one during that cleanup is only counted, so it cannot
-    cut the cleanup short (see scripts.stopping)."""
+    cut the cleanup short (see engines.stopping)."""
     return StopSignals((signal.SIGTERM, signal.SIGHUP), raise_first=True).install()
 
 

@@ -48,7 +48,7 @@ from engines.llamacpp.models import (
     models_dir,
 )
 from engines.real_models import REAL_MODELS, RealModel, RealModelError, ensure_real_models
-from scripts.stopping import StopSignals
+from engines.stopping import StopSignals
 
 DEFAULT_SERIAL_URL = "http://127.0.0.1:8011"
 DEFAULT_BATCHED_URL = "http://127.0.0.1:8012"
@@ -414,7 +414,7 @@ def serve(*, model: str, threads: int | None = None) -> int:
     # through start_local_engines, which stops whatever it had started. The handler raises once
     # only, and every statement it can land on (install, start, stop_raising) is inside the try,
     # so a signal arriving just as the start finishes still stops the servers; later signals
-    # are only counted and cannot cut the cleanup short (see scripts.stopping).
+    # are only counted and cannot cut the cleanup short (see engines.stopping).
     stop = StopSignals(raise_first=True)
     engines: LocalEngines | None = None
     try:

@@ -183,7 +183,7 @@ class RunForm(forms.Form):
             initial_values[param["name"]] = initial
         # Pre-filled within the limits of the engine the form starts on, so the defaults are
         # accepted as they stand; the notes say which defaults were changed for it.
-        self.selected_target = target or targets.first()
+        self.selected_target = target or (self.targets[0] if self.targets else None)
         self.fit_notes: list[str] = []
         if self.selected_target is not None:
             initial_values, self.fit_notes = fit_to_target(
@@ -209,7 +209,9 @@ class RunForm(forms.Form):
             )
         # Without JS the form cannot refill itself when another engine is picked: links beside
         # the field refill it for each engine, and a submit fits what it gets (fit_to_target).
-        self.other_targets = [t for t in targets if self.selected_target is None or t.pk != self.selected_target.pk]
+        self.other_targets = [
+            t for t in self.targets if self.selected_target is None or t.pk != self.selected_target.pk
+        ]
         for param in self.param_specs:
             self.fields[f"param_{param['name']}"] = _field_for(param, initial_values[param["name"]])
 

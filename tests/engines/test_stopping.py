@@ -20,7 +20,7 @@ import pytest
 
 from engines.check import free_url
 from engines.llamacpp.build import BuildError, ensure_llama_server
-from scripts.stopping import StopSignals
+from engines.stopping import StopSignals
 from tests.conftest import ROOT
 from tests.core.test_run_command import _alive, _children_of
 
