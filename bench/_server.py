@@ -27,6 +27,8 @@ from typing import IO
 
 import httpx
 
+from engines.stopping import StopSignals
+
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
 GUNICORN_WORKERS = 2
@@ -57,14 +59,12 @@ def run_benchmark(main: Callable[[], int]) -> None:
         raise SystemExit(130) from None
 
 
-def stop_on_sigterm() -> None:
-    """SIGTERM and SIGHUP unwind like Ctrl-C, so every ``finally`` that stops a child runs."""
+def stop_on_sigterm() -> StopSignals:
+    """SIGTERM and SIGHUP unwind like Ctrl-C, so every ``finally`` that stops a child runs.
 
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, interrupt)
-    signal.signal(signal.SIGHUP, interrupt)
+    Only the first one raises; a second one during that cleanup is only counted, so it cannot
+    cut the cleanup short (see engines.stopping)."""
+    return StopSignals((signal.SIGTERM, signal.SIGHUP), raise_first=True).install()
 
 
 def process_tree_cpu_s(*, pid: int) -> float:

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db import transaction
 
 from core.content import ContentError, SyncReport, content_sources, dangling_references
+from core.versions import bump_content_version
 
 
 @dataclass
@@ -33,4 +34,7 @@ def sync_all_content(*, strict: bool = False) -> ContentSyncOutcome:
         dangling = dangling_references(parts)
         if strict and dangling:
             raise ContentError(path="content", line=None, message="dangling links:\n  " + "\n  ".join(dangling))
+    if any(part.report.changed for part in parts):
+        # After the commit, so no process caches pre-sync content under the new version.
+        bump_content_version()
     return ContentSyncOutcome(reports=[part.report for part in parts], dangling=dangling)

@@ -7,6 +7,9 @@ class CoursesConfig(AppConfig):
 
     def ready(self) -> None:
         from core.content import register_content_source
+        from core.versions import bump_content_version_on_change
         from courses.content_sync import sync_course_content
+        from courses.models import Course, Lesson, Module
 
         register_content_source(name="courses", order=10, sync=sync_course_content)
+        bump_content_version_on_change(Course, Lesson, Module)

@@ -259,11 +259,19 @@ def compute_kv_cache(
         context=context,
     )
     sequences = report.max_concurrent_sequences
-    verdict = (
-        f"{sequences:,} sequences of {context:,} tokens fit beside the weights."
-        if sequences
-        else "The weights alone do not fit: no room for any KV cache."
-    )
+    free = report.gpu.memory_bytes - report.runtime_reserve_bytes - report.weight_bytes
+    if sequences:
+        verdict = f"{sequences:,} sequences of {context:,} tokens fit beside the weights."
+    elif free > 0:
+        # The weights fit; what is left is smaller than one sequence's cache. Saying the weights
+        # do not fit here would contradict the working below, which shows the room left.
+        verdict = (
+            f"Not one sequence of {context:,} tokens fits: the weights leave "
+            f"{format_bytes(value=free)} after the reserve, and one sequence's KV cache needs "
+            f"{format_bytes(value=report.kv_bytes_per_sequence)}."
+        )
+    else:
+        verdict = "The weights alone do not fit: no room for any KV cache."
     return CalculatorResult(
         rows=[
             ("KV bytes per token", format_bytes(value=report.kv_bytes_per_token)),

@@ -1,5 +1,6 @@
 """Read-side queries for courses: course outline with progress, rendered lesson HTML (cached)."""
 
+import copy
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -8,6 +9,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.cache import cache
 from django.db.models import Count, Q
 
+from core.shared import shared_part
 from core.versions import rendering_version
 from courses.models import Course, Lesson, LessonProgress, Module
 from courses.rendering import render_lesson_body
@@ -39,12 +41,12 @@ def _done_slugs(user: AbstractBaseUser | AnonymousUser) -> set[str] | None:
     )
 
 
-def course_outline(*, user: AbstractBaseUser | AnonymousUser) -> dict:
+def _course_catalogue() -> tuple[Course | None, list[tuple[Module, list[Lesson]]]]:
+    """The live course, its modules and their lessons: the same for every learner, so built
+    once per content version (core.shared). Read-only: course_outline copies what it marks."""
     course = live_course()
     if course is None:
-        return {"course": None, "modules": [], "course_progress": None}
-    done = _done_slugs(user)
-    modules = []
+        return None, []
     lessons = (
         Lesson.objects.live()
         .filter(module__course=course)
@@ -54,10 +56,21 @@ def course_outline(*, user: AbstractBaseUser | AnonymousUser) -> dict:
     by_module: dict[int, list[Lesson]] = {}
     for lesson in lessons:
         by_module.setdefault(lesson.module_id, []).append(lesson)
-    for module in Module.objects.live().filter(course=course):
-        module_lessons = by_module.get(module.pk, [])
+    return course, [(module, by_module.get(module.pk, [])) for module in Module.objects.live().filter(course=course)]
+
+
+def course_outline(*, user: AbstractBaseUser | AnonymousUser) -> dict:
+    course, catalogue = shared_part(name="course-catalogue", build=_course_catalogue)
+    if course is None:
+        return {"course": None, "modules": [], "course_progress": None}
+    done = _done_slugs(user)
+    modules = []
+    for shared_module, shared_lessons in catalogue:
+        # Copies: the shared objects are read by every request at once.
+        module_lessons = [copy.copy(lesson) for lesson in shared_lessons]
         for lesson in module_lessons:
             lesson.is_done = done is not None and lesson.slug in done
+        module = copy.copy(shared_module)
         module.lesson_list = module_lessons
         module.lesson_count = len(module_lessons)
         module.done = None if done is None else sum(1 for lesson in module_lessons if lesson.is_done)
@@ -224,3 +237,64 @@ def progress_export(*, user: AbstractBaseUser) -> list[dict]:
 
 def progress_count(*, user: AbstractBaseUser) -> int:
     return LessonProgress.objects.filter(user=user).count()
+
+
+@dataclass(frozen=True)
+class LessonPage:
+    """What every learner's copy of a lesson page shares, built once per content version.
+
+    Read by many threads at once (core.shared): never modify it or the objects it holds.
+    """
+
+    lesson: Lesson  # with its module and course loaded
+    rendered: dict
+    body_parts: tuple[str, str]
+    previous: Lesson | None
+    following: Lesson | None
+    practice_questions: list
+    try_labs: list
+    check_questions: list
+    module_lesson_ids: frozenset[int]
+    course_lesson_ids: frozenset[int]
+
+
+REFERENCES_HEADING = '<h2 id="references"'
+
+
+def _body_around_checks(html: str) -> tuple[str, str]:
+    """The rendered body split before its References heading, where the checks go."""
+    before, heading, after = html.partition(REFERENCES_HEADING)
+    return (before, heading + after) if heading else (html, "")
+
+
+def lesson_page_parts(*, slug: str) -> dict | None:
+    """This app's share of a lesson page (the lesson, its body, neighbours, progress scopes); the
+    view adds the other apps' parts (questions, labs) and caches the whole (core.shared)."""
+    lesson = live_lesson(slug=slug)
+    if lesson is None:
+        return None
+    previous, following = lesson_neighbours(lesson=lesson)
+    rendered = rendered_lesson(lesson=lesson)
+    live = Lesson.objects.live()
+    return {
+        "lesson": lesson,
+        "rendered": rendered,
+        "body_parts": _body_around_checks(rendered["html"]),
+        "previous": previous,
+        "following": following,
+        "module_lesson_ids": frozenset(live.filter(module_id=lesson.module_id).values_list("pk", flat=True)),
+        "course_lesson_ids": frozenset(
+            live.filter(module__course_id=lesson.module.course_id).values_list("pk", flat=True)
+        ),
+    }
+
+
+def progress_by_lesson(*, user: AbstractBaseUser) -> dict[int, LessonProgress]:
+    """Every progress row of the learner, by lesson id (one query; a row per lesson at most)."""
+    rows = LessonProgress.objects.filter(user=user).only("id", "lesson_id", "last_viewed_at", "completed_at")
+    return {row.lesson_id: row for row in rows}
+
+
+def progress_among(*, rows: dict[int, LessonProgress], lesson_ids: frozenset[int]) -> Progress:
+    done = sum(1 for lesson_id in lesson_ids if (row := rows.get(lesson_id)) and row.completed_at is not None)
+    return Progress(done=done, total=len(lesson_ids))

@@ -1,13 +1,15 @@
 import time
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
+from core.shared import shared_part
 from courses import selectors, services
-from courses.models import Course, Lesson
+from courses.models import Course
 from labs import selectors as lab_selectors
 from questions import selectors as question_selectors
 
@@ -48,69 +50,99 @@ def lesson_detail(request: HttpRequest, lesson_slug: str) -> HttpResponse:
     return response
 
 
+def lesson_page(slug: str) -> dict | None:
+    """The part of a lesson page every learner shares, once per content version (core.shared)."""
+
+    def build() -> dict | None:
+        parts = selectors.lesson_page_parts(slug=slug)
+        if parts is None:
+            return None
+        lesson = parts["lesson"]
+        page = {
+            **parts,
+            "next": parts["following"],
+            "practice_questions": question_selectors.questions_by_slug(slugs=lesson.practice),
+            "try_labs": lab_selectors.labs_by_slug(slugs=lesson.labs),
+            "check_questions": question_selectors.check_questions(slugs=lesson.checks),
+        }
+        # Rendered here, once, rather than by every request's template.
+        page["html"] = {
+            part: render_to_string(f"courses/lesson.html#lesson-{part}", page)
+            for part in ("head", "lists", "nav", "toc")
+        }
+        return page
+
+    return shared_part(name=f"lesson-page:{slug}", build=build)
+
+
+def live_lesson_page(slug: str) -> dict:
+    """The shared part of a live lesson's page; 404 for any other slug."""
+    page = lesson_page(slug)
+    if page is None:
+        raise Http404("No such lesson")
+    return page
+
+
 def _render_lesson(request: HttpRequest, lesson_slug: str) -> HttpResponse:
-    lesson = get_object_or_404(Lesson.objects.live().select_related("module", "module__course"), slug=lesson_slug)
-    progress = None
+    page = live_lesson_page(lesson_slug)
+    lesson = page["lesson"]
+    learner = learner_state(request, page)
     if request.user.is_authenticated:
-        progress = services.record_lesson_view(user=request.user, lesson=lesson)
-    previous, following = selectors.lesson_neighbours(lesson=lesson)
-    rendered = selectors.rendered_lesson(lesson=lesson)
-    context = {
-        "lesson": lesson,
-        "rendered": rendered,
-        "body_parts": body_around_checks(rendered),
-        "progress": progress,
-        "previous": previous,
-        "next": following,
-        "practice_questions": question_selectors.questions_by_slug(slugs=lesson.practice),
-        "try_labs": lab_selectors.labs_by_slug(slugs=lesson.labs),
-        "checks": lesson_checks(request, lesson),
-        **progress_context(request, lesson),
+        learner["progress"] = services.record_lesson_view(user=request.user, lesson=lesson, known=learner["rows"])
+    return render(request, "courses/lesson.html", lesson_page_context(page, learner))
+
+
+def lesson_page_context(page: dict, learner: dict, *, checks: list[dict] | None = None) -> dict:
+    """The whole lesson page's context: the shared part, then the learner's own."""
+    return {
+        "lesson": page["lesson"],
+        "rendered": page["rendered"],
+        "body_parts": page["body_parts"],
+        "shared_html": page["html"],
+        "checks": checks if checks is not None else lesson_checks(page, learner["latest"]),
+        **learner,
     }
-    return render(request, "courses/lesson.html", context)
 
 
-REFERENCES_HEADING = '<h2 id="references"'
+def learner_state(request: HttpRequest, page: dict) -> dict:
+    """The learner's own part of a lesson page: two queries (progress rows, latest check answers)."""
+    if not request.user.is_authenticated:
+        return {"rows": {}, "latest": {}, "progress": None, **_NO_PROGRESS}
+    rows = selectors.progress_by_lesson(user=request.user)
+    checks = page["check_questions"]
+    latest = question_selectors.latest_main_attempts(
+        user=request.user, question_ids=[question.pk for question in checks]
+    )
+    answered = sum(1 for question in checks if question.pk in latest)
+    return {
+        "rows": rows,
+        "latest": latest,
+        "progress": rows.get(page["lesson"].pk),
+        "module_progress": selectors.progress_among(rows=rows, lesson_ids=page["module_lesson_ids"]),
+        "course_progress": selectors.progress_among(rows=rows, lesson_ids=page["course_lesson_ids"]),
+        "checks_progress": {"answered": answered, "total": len(checks)} if checks else None,
+    }
 
 
-def body_around_checks(rendered: dict) -> tuple[str, str]:
-    """The rendered body split before its References heading, where the checks go."""
-    html = rendered["html"]
-    before, heading, after = html.partition(REFERENCES_HEADING)
-    return (before, heading + after) if heading else (html, "")
+_NO_PROGRESS = {"module_progress": None, "course_progress": None, "checks_progress": None}
 
 
-def lesson_checks(request: HttpRequest, lesson: Lesson) -> list[dict]:
+def lesson_checks(page: dict, latest: dict) -> list[dict]:
     """The lesson's checks with the learner's latest answers; their forms are built in the template
     (questions' ``answer_form`` tag), so this page reads the questions app through its selectors only."""
-    return question_selectors.lesson_checks(user=request.user, slugs=lesson.checks)
+    return [{"question": question, "latest": latest.get(question.pk)} for question in page["check_questions"]]
 
 
 @login_required
 @require_POST
 def lesson_done(request: HttpRequest, lesson_slug: str) -> HttpResponse:
-    lesson = get_object_or_404(Lesson.objects.live().select_related("module", "module__course"), slug=lesson_slug)
+    page = live_lesson_page(lesson_slug)
+    lesson = page["lesson"]
     done = request.POST.get("done", "1") == "1"
-    progress = services.set_lesson_done(user=request.user, lesson=lesson, done=done)
+    services.set_lesson_done(user=request.user, lesson=lesson, done=done)
     if not request.htmx:
         return redirect(lesson.get_absolute_url())
     if request.htmx.boosted:
         return HttpResponseClientRefresh()
-    context = {"lesson": lesson, "progress": progress, **progress_context(request, lesson)}
+    context = {"lesson": lesson, **learner_state(request, page)}
     return render(request, "courses/lesson.html#progress-panel", context)
-
-
-def progress_context(request: HttpRequest, lesson: Lesson) -> dict:
-    if not request.user.is_authenticated:
-        return {"module_progress": None, "course_progress": None, "checks_progress": None}
-    checks = question_selectors.lesson_checks(user=request.user, slugs=lesson.checks)
-    return {
-        "module_progress": selectors.module_progress(user=request.user, module=lesson.module),
-        "course_progress": selectors.course_progress(user=request.user, course=lesson.module.course),
-        "checks_progress": {
-            "answered": sum(1 for check in checks if check["latest"] is not None),
-            "total": len(checks),
-        }
-        if checks
-        else None,
-    }

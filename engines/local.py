@@ -30,6 +30,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -46,6 +47,8 @@ from engines.llamacpp.models import (
     ensure_models,
     models_dir,
 )
+from engines.real_models import REAL_MODELS, RealModel, RealModelError, ensure_real_models
+from engines.stopping import StopSignals
 
 DEFAULT_SERIAL_URL = "http://127.0.0.1:8011"
 DEFAULT_BATCHED_URL = "http://127.0.0.1:8012"
@@ -118,13 +121,21 @@ def server_command(
 
 
 def write_preset(
-    *, path: Path, models: list[ModelInfo], directory: Path, default_model: str
+    *, path: Path, models: list[ModelInfo], directory: Path, default_model: str,
+    real_models: Sequence[RealModel] = (),
 ) -> Path:
-    """Write the router's model list: every generated model, the default loaded at start."""
+    """Write the router's model list: every generated and real model, the default loaded at start."""
     lines = ["version = 1", ""]
     for info in models:
         lines += [f"[{info.name}]", f"model = {(directory / info.file).resolve()}"]
         if info.name == default_model:
+            lines.append("load-on-startup = true")
+        lines.append("")
+    for real in real_models:
+        # --jinja: chat requests are rendered with the model's own chat template from its GGUF
+        # (SmolLM2's ChatML, ending turns with <|im_end|>, its end-of-sequence token).
+        lines += [f"[{real.name}]", f"model = {real.path}", "jinja = true"]
+        if real.name == default_model:
             lines.append("load-on-startup = true")
         lines.append("")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -220,6 +231,7 @@ class LocalEngines:
     batched: EngineHandle
     binary: Path
     models: list[ModelInfo]
+    real_models: list[RealModel] = field(default_factory=list)
 
     @property
     def handles(self) -> list[EngineHandle]:
@@ -317,6 +329,7 @@ def start_local_engines(
     directory: Path | None = None,
     log_dir: Path | None = None,
     startup_timeout: float = STARTUP_TIMEOUT_S,
+    real_models: tuple[str, ...] = tuple(REAL_MODELS),
 ) -> LocalEngines:
     """Build and generate what is missing, start both targets, return once ``model`` is loaded.
 
@@ -330,11 +343,16 @@ def start_local_engines(
     binary = ensure_llama_server().binary
     directory = directory or models_dir()
     models = ensure_models(sizes=sizes, precisions=precisions, directory=directory)
-    if model not in {info.name for info in models}:
-        raise EngineError(f"model {model} is not among the generated models in {directory}")
+    try:
+        reals = ensure_real_models(names=real_models)
+    except RealModelError as error:
+        raise EngineError(str(error)) from None
+    if model not in {info.name for info in models} | {real.name for real in reals}:
+        raise EngineError(f"model {model} is neither a generated model in {directory} nor one of "
+                          f"the real models ({', '.join(REAL_MODELS)})")
     log_dir = log_dir or runtime_dir()
     preset = write_preset(path=log_dir / "models.ini", models=models, directory=directory,
-                          default_model=model)
+                          default_model=model, real_models=reals)
     threads = threads or configured.threads or usable_cpus()
     configs = [
         EngineConfig(name="serial", url=serial_url.rstrip("/"), parallel=1, threads=threads,
@@ -346,14 +364,15 @@ def start_local_engines(
     try:
         for config in configs:
             handles.append(launch(binary=binary, config=config, preset=preset,
-                                  models_max=len(models), log_path=log_dir / f"{config.name}.log"))
+                                  models_max=len(models) + len(reals), log_path=log_dir / f"{config.name}.log"))
         for handle in handles:
             wait_ready(handle=handle, model=model, timeout=startup_timeout)
     except BaseException:
         for handle in handles:
             handle.stop()
         raise
-    return LocalEngines(serial=handles[0], batched=handles[1], binary=binary, models=models)
+    return LocalEngines(serial=handles[0], batched=handles[1], binary=binary, models=models,
+                        real_models=reals)
 
 
 def engine_status(*, urls: dict[str, str]) -> dict[str, object]:
@@ -390,36 +409,44 @@ def _write_state(*, engines: LocalEngines) -> Path:
     return path
 
 
-def _interrupt(signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def serve(*, model: str, threads: int | None = None) -> int:
-    # While building and starting, SIGTERM behaves like Ctrl-C: the exception unwinds through
-    # start_local_engines, which stops whatever it had started.
-    signal.signal(signal.SIGTERM, _interrupt)
+    # While building and starting, the first SIGINT/SIGTERM raises KeyboardInterrupt: it unwinds
+    # through start_local_engines, which stops whatever it had started. The handler raises once
+    # only, and every statement it can land on (install, start, stop_raising) is inside the try,
+    # so a signal arriving just as the start finishes still stops the servers; later signals
+    # are only counted and cannot cut the cleanup short (see engines.stopping).
+    stop = StopSignals(raise_first=True)
+    engines: LocalEngines | None = None
     try:
+        stop.install()
         engines = start_local_engines(model=model, threads=threads)
+        stop.stop_raising()
     except KeyboardInterrupt:
+        if engines is not None:
+            engines.stop()
+        stop.restore()
         return 130
     except (BuildError, EngineError, ValueError) as error:
+        stop.restore()
         print(f"error: {error}", file=sys.stderr)
         return 1
-    stop_requested = threading.Event()
+    try:
+        return _serve_until_stopped(engines=engines, model=model, stop=stop)
+    finally:
+        stop.restore()
 
-    def request_stop(signum: int, _frame: object) -> None:
-        stop_requested.set()
 
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
+def _serve_until_stopped(*, engines: LocalEngines, model: str, stop: StopSignals) -> int:
     state = _write_state(engines=engines)
     try:
         print(f"serial  (--parallel 1): {engines.serial.url}", flush=True)
         print(f"batched (--parallel {engines.batched.parallel}): {engines.batched.url}", flush=True)
-        print(f"models: {', '.join(info.name for info in engines.models)} (default {model})",
-              flush=True)
-        print("real timings, synthetic text; Ctrl-C stops both", file=sys.stderr, flush=True)
-        while not stop_requested.wait(0.5):
+        print(f"generated models: {', '.join(info.name for info in engines.models)}", flush=True)
+        print(f"real models: {', '.join(real.name for real in engines.real_models)}", flush=True)
+        print(f"loaded at start: {model}", flush=True)
+        print("generated models: real timings, synthetic text; real models: real words and "
+              "stopping; Ctrl-C stops both", file=sys.stderr, flush=True)
+        while not stop.wait(0.5):
             for handle in engines.handles:
                 if not handle.running():
                     print(f"error: {handle.name} engine exited with code "

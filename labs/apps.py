@@ -7,6 +7,9 @@ class LabsConfig(AppConfig):
 
     def ready(self) -> None:
         from core.content import register_content_source
+        from core.versions import bump_content_version_on_change
         from labs.content_sync import sync_lab_content
+        from labs.models import Lab
 
         register_content_source(name="labs", order=30, sync=sync_lab_content)
+        bump_content_version_on_change(Lab)

@@ -6,14 +6,15 @@ each summary in the measurement library's format) and request records as
 ``RequestRecord.to_dict()``. Figures are drawn on ``matplotlib.figure.Figure`` objects with the
 lesson figures' style (transparent, mid-grey text), so they read in light and dark mode alike.
 
-The small analyses the charts draw (the knee of a concurrency sweep, the prefill line, the
-saturation rate) live here too, so ``labs.checks`` states exactly what the charts show.
+The analyses the charts draw (the knee of a concurrency sweep, the prefill line, the saturation
+rate) live in ``labs.analysis``, which ``labs.checks`` reads too, so a finding states exactly
+what its chart shows.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
-import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -48,154 +49,28 @@ from courses.inference.units import (
     seconds_or_missing,
     significant,
 )
-
-# find_knee: the knee is the last concurrency before a doubling buys less than 25 % more
-# aggregate tokens/s (perfect batching buys 100 %), provided per-request TPOT has by then grown
-# by more than 50 % over the lowest concurrency. The TPOT condition tells a saturated batch
-# (each user feels the slowdown) from an engine that never batched at all (flat throughput,
-# flat TPOT, requests simply wait their turn), which has no knee.
-KNEE_GAIN_PER_DOUBLING = 0.25
-KNEE_TPOT_GROWTH = 0.50
-
-# The open-loop lab calls a rate saturated once fewer than 90 % of requests meet the SLO.
-SATURATION_GOODPUT = 0.90
+from labs.analysis import (
+    KNEE_PEAK_FRACTION,
+    SATURATION_GOODPUT,
+    StepView,
+    as_number,
+    concurrency_knee,
+    decode_tokens_per_s,
+    goodput_fraction,
+    is_shared,
+    linear_fit,
+    prefix_ratio,
+    record_step_key,
+    saturation_rate,
+    stat,
+    sweep_steps,
+)
 
 # A y-axis spanning more than this ratio is drawn on a log scale so the small series stays
 # readable (TTFT in tens of ms next to end-to-end times in tens of seconds).
 LOG_SPAN = 20.0
 
 _PREFIX_PLACEHOLDER = "labchartprefix"
-
-
-@dataclass(frozen=True, slots=True)
-class StepView:
-    """One step of a run: its key, the swept value (None without a sweep) and its summary."""
-
-    key: str
-    value: Any
-    summary: Mapping[str, Any]
-
-
-def sweep_steps(*, summary: Mapping[str, Any]) -> tuple[str | None, list[StepView]]:
-    """The swept parameter and the steps in sweep order (numeric sweeps sorted by value).
-
-    A run without steps (or stored before steps existed) is one step over the overall summary.
-    """
-    param = summary.get("sweep_param")
-    raw = summary.get("steps") or []
-    steps: list[StepView] = []
-    for step in raw:
-        params = step.get("params") or {}
-        if param == "model":
-            value = params.get("model") or step.get("model") or step.get("key")
-        elif param is not None:
-            value = params.get(param)
-        else:
-            value = None
-        steps.append(StepView(key=str(step.get("key") or "run"), value=value, summary=step.get("summary") or {}))
-    if not steps and summary.get("overall"):
-        steps.append(StepView(key="run", value=None, summary=summary["overall"]))
-    if steps and all(as_number(s.value) is not None for s in steps):
-        steps.sort(key=lambda s: as_number(s.value) or 0.0)
-    return param, steps
-
-
-def stat(*, summary: Mapping[str, Any], metric: str, key: str = "p50") -> float | None:
-    """One statistic of one metric (``stat(summary=s, metric="ttft_s", key="p95")``), or None."""
-    block = summary.get(metric)
-    if not isinstance(block, Mapping):
-        return None
-    value = block.get(key)
-    return float(value) if isinstance(value, int | float) else None
-
-
-def decode_tokens_per_s(*, summary: Mapping[str, Any]) -> float | None:
-    """Per-request decode speed, 1 / P50 TPOT: what one user sees once tokens start flowing."""
-    tpot = stat(summary=summary, metric="tpot_s")
-    return 1.0 / tpot if tpot else None
-
-
-def goodput_fraction(*, summary: Mapping[str, Any]) -> float | None:
-    goodput = summary.get("goodput")
-    if not isinstance(goodput, Mapping):
-        return None
-    fraction = goodput.get("fraction")
-    return float(fraction) if isinstance(fraction, int | float) else None
-
-
-def linear_fit(*, xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float]:
-    """Least-squares line through the points: (slope, intercept, r²).
-
-    r² is 1.0 when the points lie exactly on the line (including a flat one).
-    """
-    if len(xs) != len(ys):
-        raise ValueError(f"{len(xs)} x values but {len(ys)} y values")
-    n = len(xs)
-    if n < 2:
-        raise ValueError("a line needs at least two points")
-    mean_x = math.fsum(xs) / n
-    mean_y = math.fsum(ys) / n
-    sxx = math.fsum((x - mean_x) ** 2 for x in xs)
-    if sxx == 0:
-        raise ValueError("a line needs at least two different x values")
-    sxy = math.fsum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True))
-    slope = sxy / sxx
-    intercept = mean_y - slope * mean_x
-    ss_res = math.fsum((y - (slope * x + intercept)) ** 2 for x, y in zip(xs, ys, strict=True))
-    ss_tot = math.fsum((y - mean_y) ** 2 for y in ys)
-    # A flat set of points has no variance to explain: a perfect fit of it still counts as 1.
-    r2 = (1.0 if ss_res <= 1e-24 else 0.0) if ss_tot == 0 else 1.0 - ss_res / ss_tot
-    return slope, intercept, r2
-
-
-def find_knee(*, points: Sequence[tuple[float, float]], tpot_s: Sequence[float] | None = None) -> float | None:
-    """The concurrency after which batching stops paying, or None if it never stops in the sweep.
-
-    ``points`` are (concurrency, aggregate output tokens/s). The knee is the first concurrency c
-    such that going on to the next step gains less than KNEE_GAIN_PER_DOUBLING (25 %) aggregate
-    throughput per doubling of concurrency while per-request TPOT at that next step is more than
-    KNEE_TPOT_GROWTH (50 %) above TPOT at the lowest concurrency. ``tpot_s`` gives the measured
-    per-request TPOT per point; without it TPOT is inferred as concurrency / aggregate, which is
-    what a closed loop in steady state gives.
-    """
-    if tpot_s is not None and len(tpot_s) != len(points):
-        raise ValueError(f"{len(points)} points but {len(tpot_s)} TPOT values")
-    rows = [
-        (float(c), float(a), float(tpot_s[i]) if tpot_s is not None else float(c) / float(a))
-        for i, (c, a) in enumerate(points)
-        if c > 0 and a > 0
-    ]
-    rows.sort(key=lambda row: row[0])
-    if len(rows) < 2:
-        return None
-    base_tpot = rows[0][2]
-    for (c1, a1, _), (c2, a2, t2) in itertools.pairwise(rows):
-        if c2 <= c1:
-            continue
-        doublings = math.log2(c2 / c1)
-        gain = (a2 / a1) ** (1.0 / doublings) - 1.0
-        if gain < KNEE_GAIN_PER_DOUBLING and t2 > base_tpot * (1.0 + KNEE_TPOT_GROWTH):
-            return c1
-    return None
-
-
-def saturation_rate(*, points: Sequence[tuple[float, float]], threshold: float = SATURATION_GOODPUT) -> float | None:
-    """The lowest offered rate whose goodput fraction falls below ``threshold``.
-
-    ``points`` are (offered rate, goodput fraction 0..1); None when every rate meets it.
-    """
-    for rate, fraction in sorted(points):
-        if fraction < threshold:
-            return rate
-    return None
-
-
-def record_step_key(*, record: Mapping[str, Any]) -> str:
-    """A record's step, named like the run's steps: "max_tokens=128", or "run" without a sweep."""
-    params = record.get("params") or {}
-    if not params:
-        return "run"
-    return ", ".join(f"{name}={params[name]}" for name in sorted(params))
 
 
 # --- the main chart -------------------------------------------------------------------------
@@ -284,10 +159,8 @@ def _prompt_length_chart(
         line_x = [0.0, max(xs)]
         if slope > 0:
             headline = f"Prefill ≈ {significant(value=1 / slope)} tokens/s; TPOT on the right"
-            fit_text = (
-                f"fit: {significant(value=1 / slope)} prefill tokens/s, "
-                f"{format_seconds(value=max(intercept, 0.0))} fixed, r² = {r2:.2f}"
-            )
+            fixed = f"{format_seconds(value=intercept)} fixed" if intercept > 0 else "no fixed cost visible"
+            fit_text = f"fit: {significant(value=1 / slope)} prefill tokens/s, {fixed}, r² = {r2:.2f}"
         else:
             fit_text = f"fit: TTFT did not rise with prompt length (r² = {r2:.2f})"
         ax.plot(
@@ -349,41 +222,38 @@ def _concurrency_chart(
     _line(ax=right, xs=xs, ys=aggregate, color=BLUE, marker="o", label="aggregate tokens/s (right)")
     right.set_ylabel("aggregate output tokens/s", color=BLUE)
     _from_zero(right)
-    if knee is not None:
-        ax.axvline(knee, color=GREEN, linestyle="--", linewidth=1.2, label=f"knee ≈ {_int(knee)}")
-        ax.set_title(f"Batching pays until about {_int(knee)} concurrent requests")
+    lowest = xs[0] if xs else None
+    if knee is not None and knee.concurrency != lowest:
+        ax.axvline(
+            knee.concurrency, color=GREEN, linestyle="--", linewidth=1.2, label=f"knee ≈ {_int(knee.concurrency)}"
+        )
+        ax.set_title(f"Batching pays until about {_int(knee.concurrency)} concurrent requests")
+    elif knee is not None:
+        ax.set_title(
+            f"No gain from concurrency: {_int(knee.concurrency)} already gives {knee.fraction_of_peak:.0%} of the peak"
+        )
     else:
-        ax.set_title("Per-request TPOT against aggregate throughput")
+        ax.set_title("Aggregate throughput still rising at the highest concurrency")
     _legend_both(ax=ax, other=right)
     note(
         figure=figure,
         text=(
-            f"Knee: the last concurrency before a doubling adds under "
-            f"{KNEE_GAIN_PER_DOUBLING:.0%} aggregate tokens/s while TPOT is over "
-            f"{KNEE_TPOT_GROWTH:.0%} above its value at the lowest concurrency."
+            f"Knee: the lowest concurrency whose aggregate tokens/s reaches {KNEE_PEAK_FRACTION:.0%} "
+            "of the peak measured in this sweep"
+            + (
+                f" ({_rate_text(knee.peak_tokens_per_s)} at {_int(knee.peak_concurrency)})."
+                if knee is not None
+                else "."
+            )
         ),
     )
     alt = (
         f"Per-request P50 TPOT and aggregate output tokens/s against concurrency "
         f"({', '.join(_int(x) for x in xs)}): TPOT {_seconds_list(tpot)}; aggregate "
         f"{_rate_list(aggregate)}; "
-        + (f"knee at about {_int(knee)}." if knee is not None else "no knee within the sweep.")
+        + (f"knee at about {_int(knee.concurrency)}." if knee is not None else "no knee within the sweep.")
     )
     return figure, alt
-
-
-def concurrency_knee(*, steps: Sequence[StepView]) -> float | None:
-    """find_knee over a concurrency sweep's steps, with their measured TPOT."""
-    rows = [
-        (
-            as_number(s.value),
-            _float(s.summary.get("output_tokens_per_s")),
-            stat(summary=s.summary, metric="tpot_s"),
-        )
-        for s in steps
-    ]
-    usable = [(c, a, t) for c, a, t in rows if c and a and t]
-    return find_knee(points=[(c, a) for c, a, _ in usable], tpot_s=[t for _, _, t in usable])
 
 
 def _rate_chart(*, steps: list[StepView], param: str | None, bound: Mapping[str, Any] | None) -> tuple[Figure, str]:
@@ -417,7 +287,7 @@ def _rate_chart(*, steps: list[StepView], param: str | None, bound: Mapping[str,
     right.set_ylabel("P95 TTFT", color=PURPLE)
     if saturation is not None:
         ax.axvline(saturation, color=RED, linestyle="--", linewidth=1.2, label="saturation")
-        ax.set_title(f"Saturates at about {significant(value=saturation)} requests per minute")
+        ax.set_title(f"Saturates at about {_int(saturation)} requests per minute")
     else:
         ax.set_title("No saturation within the offered rates")
     _legend_both(ax=ax, other=right)
@@ -430,7 +300,7 @@ def _rate_chart(*, steps: list[StepView], param: str | None, bound: Mapping[str,
         f"Open-loop run at {', '.join(_int(x) for x in xs)} requests per minute: "
         f"{series}; P95 TTFT {_seconds_list(p95)}; "
         + (
-            f"saturation at about {significant(value=saturation)} per minute."
+            f"saturation at about {_int(saturation)} per minute."
             if saturation is not None
             else "no saturation within the sweep."
         )
@@ -535,15 +405,6 @@ def _prefix_chart(*, steps: list[StepView], param: str | None, bound: Mapping[st
         f"{label}: {_seconds_text(v)} (P95 {_seconds_text(w)})" for label, v, w in zip(labels, p50, p95, strict=True)
     )
     return figure, alt + "."
-
-
-def prefix_ratio(*, steps: Sequence[StepView]) -> float | None:
-    """P50 TTFT with a shared prefix over P50 TTFT with unique prompts."""
-    shared = [stat(summary=s.summary, metric="ttft_s") for s in steps if is_shared(s.value)]
-    unique = [stat(summary=s.summary, metric="ttft_s") for s in steps if not is_shared(s.value)]
-    if not shared or not unique or shared[0] is None or not unique[0]:
-        return None
-    return shared[0] / unique[0]
 
 
 def _head_of_line_chart(
@@ -674,10 +535,65 @@ class _Bar:
     first: float | None
     end: float
     error: str | None
+    # Prefill time the engine itself reported (llama.cpp prompt_ms, Ollama prompt_eval_duration).
+    server_prefill: float | None = None
+    # Time spent waiting inside the engine before its prefill began (see _server_waits).
+    server_wait: float = 0.0
 
 
-def timeline_svg(*, records: Sequence[Mapping[str, Any]], max_requests: int = 200) -> str:
-    """Each measured request as a bar: client queue wait, prefill (TTFT), decode; errors in red.
+# Below this a wait inside the engine is network, parsing and scheduling noise, not a queue.
+SERVER_WAIT_MIN_S = 0.005
+
+
+def _server_waits(*, bars: list[_Bar], server_slots: int | None) -> tuple[list[_Bar], str | None]:
+    """Each bar with the time it waited inside the engine for a free slot, and how it was found.
+
+    Where the engine reports its own prefill time, the wait is TTFT minus that time: everything
+    before the first token that the engine did not spend on the prompt. Otherwise, on a target
+    whose slot count is known, a request sent while more requests than slots were in flight
+    waited for a slot: its wait is estimated as its TTFT minus the median TTFT of requests sent
+    while a slot was free (the uncontended prefill). Without either, no wait is drawn.
+    """
+    ok = [b for b in bars if not b.error and b.first is not None]
+    if any(b.server_prefill is not None for b in ok):
+        out = []
+        for bar in bars:
+            wait = 0.0
+            if bar in ok and bar.server_prefill is not None:
+                wait = max(0.0, (bar.first or bar.send) - bar.send - bar.server_prefill)
+            out.append(dataclasses.replace(bar, server_wait=wait if wait >= SERVER_WAIT_MIN_S else 0.0))
+        method = "inside the engine: TTFT minus the prefill time the engine reported"
+        return out, method
+    if not server_slots:
+        return bars, None
+
+    def in_flight(bar: _Bar) -> int:
+        return sum(1 for other in bars if other.send <= bar.send < other.end)
+
+    crowded = {id(b) for b in ok if in_flight(b) > server_slots}
+    free = sorted((b.first or b.send) - b.send for b in ok if id(b) not in crowded)
+    if not crowded or not free:
+        return bars, None
+    baseline = free[(len(free) - 1) // 2]
+    out = []
+    for bar in bars:
+        wait = 0.0
+        if id(bar) in crowded:
+            wait = max(0.0, (bar.first or bar.send) - bar.send - baseline)
+        out.append(dataclasses.replace(bar, server_wait=wait if wait >= SERVER_WAIT_MIN_S else 0.0))
+    method = (
+        f"estimated for requests sent while more than {server_slots} (the engine's slots) were in "
+        f"flight: TTFT minus the median TTFT with a slot free ({format_seconds(value=baseline)})"
+    )
+    return out, method
+
+
+def timeline_svg(
+    *, records: Sequence[Mapping[str, Any]], max_requests: int = 200, server_slots: int | None = None
+) -> str:
+    """Each measured request as a bar: client queue wait, wait inside the engine, prefill, decode;
+    errors in red. ``server_slots`` is how many requests the engine runs at once, where known;
+    the wait inside the engine is found as _server_waits says, and the chart says how.
 
     Steps are measured one after another and each may count time from its own start, so a step
     whose clock restarts is placed after the previous step ends. Beyond ``max_requests`` bars an
@@ -687,6 +603,7 @@ def timeline_svg(*, records: Sequence[Mapping[str, Any]], max_requests: int = 20
     bars = _timeline_bars(records=records)
     if not bars:
         return _empty_svg(title="No requests were sent", alt="Request timeline: no measured request was sent.")
+    bars, wait_method = _server_waits(bars=bars, server_slots=server_slots)
     total = len(bars)
     errors = sum(1 for b in bars if b.error)
     shown = _sample(bars=bars, limit=max(max_requests, 1))
@@ -696,8 +613,11 @@ def timeline_svg(*, records: Sequence[Mapping[str, Any]], max_requests: int = 20
     queue = [
         (y, b.queued_from, b.send - b.queued_from) for y, b in zip(ys, shown, strict=True) if b.send > b.queued_from
     ]
+    waiting = [(y, b.send, b.server_wait) for y, b in zip(ys, shown, strict=True) if b.server_wait > 0]
     prefill = [
-        (y, b.send, b.first - b.send) for y, b in zip(ys, shown, strict=True) if not b.error and b.first is not None
+        (y, b.send + b.server_wait, b.first - b.send - b.server_wait)
+        for y, b in zip(ys, shown, strict=True)
+        if not b.error and b.first is not None
     ]
     decode = [
         (y, b.first, b.end - b.first) for y, b in zip(ys, shown, strict=True) if not b.error and b.first is not None
@@ -705,6 +625,7 @@ def timeline_svg(*, records: Sequence[Mapping[str, Any]], max_requests: int = 20
     failed = [(y, b.send, max(b.end - b.send, 0.0)) for y, b in zip(ys, shown, strict=True) if b.error]
     height = 0.8 if rows < 60 else 1.0
     _hbars(ax=ax, bars=queue, color=GREY, height=height, alpha=0.45)
+    _hbars(ax=ax, bars=waiting, color=PURPLE, height=height, alpha=0.75)
     _hbars(ax=ax, bars=prefill, color=BLUE, height=height)
     _hbars(ax=ax, bars=decode, color=ORANGE, height=height)
     _hbars(ax=ax, bars=failed, color=RED, height=height)
@@ -723,16 +644,29 @@ def timeline_svg(*, records: Sequence[Mapping[str, Any]], max_requests: int = 20
     if errors:
         title += f", {errors:,} failed"
     ax.set_title(title)
-    handles = [
-        Patch(color=GREY, alpha=0.45, label="waiting for a client slot"),
-        Patch(color=BLUE, label="prefill (TTFT)"),
+    handles = [Patch(color=GREY, alpha=0.45, label="waiting for a client slot")]
+    if waiting:
+        handles.append(Patch(color=PURPLE, alpha=0.75, label="waiting inside the engine"))
+    handles += [
+        Patch(color=BLUE, label="prefill (rest of TTFT)" if waiting else "prefill (TTFT)"),
         Patch(color=ORANGE, label="decode"),
     ]
     if errors:
         handles.append(Patch(color=RED, label="failed"))
+    waited = sum(1 for b in bars if b.server_wait > 0)
+    if waited and wait_method:
+        longest = max(b.server_wait for b in bars)
+        note(
+            figure=figure,
+            text=(
+                f"{waited:,} request{'s' if waited != 1 else ''} waited inside the engine before "
+                f"its prefill began (longest {format_seconds(value=longest)}); wait {wait_method}."
+            ),
+        )
+    # Above the plot when a footnote explains the wait: both below would overlap.
     key = figure.legend(
         handles=handles,
-        loc="outside lower center",
+        loc="outside upper center" if waited and wait_method else "outside lower center",
         ncols=len(handles),
         frameon=False,
         fontsize=FONT_SIZE - 1,
@@ -743,6 +677,11 @@ def timeline_svg(*, records: Sequence[Mapping[str, Any]], max_requests: int = 20
         f"Timeline of {'a sample of ' if rows < total else ''}{rows:,} of {total:,} requests "
         f"by send time over {format_seconds(value=end - begin)}: each bar shows waiting, "
         f"prefill and decode; {errors:,} failed."
+        + (
+            f" {waited:,} waited inside the engine before their prefill ({wait_method})."
+            if waited and wait_method
+            else ""
+        )
     )
     return _svg(figure=figure, alt=alt)
 
@@ -795,6 +734,7 @@ def _timeline_bars(*, records: Sequence[Mapping[str, Any]]) -> list[_Bar]:
                     first=send + float(ttft) if ttft is not None else None,
                     end=end + shift,
                     error=(error or {}).get("kind", "error") if error else None,
+                    server_prefill=_float((record.get("server") or {}).get("prefill_s")),
                 )
             )
         clock = max(ends) + shift
@@ -1101,27 +1041,6 @@ def _prefix_label(*, value: Any, key: str) -> str:
     if value is None:
         return key
     return "shared prefix" if is_shared(value) else "unique prompts"
-
-
-def is_shared(value: Any) -> bool:
-    """Whether a shared_prefix step value means "with the shared prefix" (1, "1", True)."""
-    number = as_number(value)
-    return bool(number) if number is not None else bool(value)
-
-
-def as_number(value: Any) -> float | None:
-    """A step value as a finite float (ints, floats, numeric strings), else None."""
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, int | float):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, str):
-        try:
-            number = float(value)
-        except ValueError:
-            return None
-        return number if math.isfinite(number) else None
-    return None
 
 
 def _float(value: Any) -> float | None:

@@ -9,7 +9,6 @@ a learner can check the reasoning against the results table. No Django: plain da
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,9 +19,8 @@ from courses.inference.units import (
     seconds_or_missing,
     significant,
 )
-from labs.charts import (
-    KNEE_GAIN_PER_DOUBLING,
-    KNEE_TPOT_GROWTH,
+from labs.analysis import (
+    KNEE_PEAK_FRACTION,
     SATURATION_GOODPUT,
     StepView,
     as_number,
@@ -35,6 +33,7 @@ from labs.charts import (
     saturation_rate,
     stat,
     sweep_steps,
+    weight_bits,
 )
 
 # ttft-vs-output-length: with one fixed prompt, prefill work is the same at every output length,
@@ -84,12 +83,17 @@ PREFIX_HITS_THREAT = 0.01
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One check: ``ok`` when the result has the expected shape; ``detail`` gives the numbers."""
+    """One check: ``ok`` when the result has the expected shape; ``detail`` gives the numbers.
+
+    A ``note`` is neither a pass nor a failure (a caveat about reading the results, such as a P99
+    from too few samples): the page shows it in a neutral style.
+    """
 
     id: str
     ok: bool
     title: str
     detail: str
+    note: bool = False
 
 
 def evaluate(
@@ -326,8 +330,7 @@ def _prompt_length_ttft(
                 title="TTFT rose with prompt length",
                 detail=(
                     f"P50 TTFT per prompt length ({series}). The fitted line gives prefill at "
-                    f"{significant(value=1 / slope)} tokens/s plus {_s(max(intercept, 0.0))} "
-                    f"fixed per request, r² = {r2:.2f}: {quality}."
+                    f"{significant(value=1 / slope)} tokens/s {_fixed_cost(intercept)}, r² = {r2:.2f}: {quality}."
                 ),
             )
         )
@@ -485,16 +488,35 @@ def _batching_almost_free(
     usable = [
         s for s in _with(steps=steps, metric="tpot_s") if as_number(s.value) and s.summary.get("output_tokens_per_s")
     ]
+    # One step per level (a level listed twice is measured twice; the first one counts), so no
+    # finding compares a level with itself.
+    usable = list({as_number(s.value): s for s in reversed(usable)}.values())[::-1]
     if len(usable) < 2:
         return [_need_steps(lab="concurrency levels", steps=steps)]
     low, high = usable[0], usable[-1]
     c_low, c_high = as_number(low.value) or 1.0, as_number(high.value) or 1.0
     agg_low = float(low.summary["output_tokens_per_s"])
     agg_high = float(high.summary["output_tokens_per_s"])
-    tpot_low, tpot_high = _p(low, "tpot_s"), _p(high, "tpot_s")
-    ttft_low, ttft_high = _p(low, "ttft_s"), _p(high, "ttft_s")
-    span = f"from concurrency {_n(c_low)} to {_n(c_high)} (×{_r(c_high / c_low)})"
-    agg_ratio = agg_high / agg_low
+    tpot_low = _p(low, "tpot_s")
+    ttft_low = _p(low, "ttft_s")
+    # Judged at the peak, not at the last level: on an engine with a few server slots throughput
+    # peaks at the slot count and falls back a little above it, and that is still batching paying.
+    peak = max(usable, key=lambda s: float(s.summary["output_tokens_per_s"]))
+    c_peak = as_number(peak.value) or 1.0
+    agg_peak = float(peak.summary["output_tokens_per_s"])
+    compared = peak if peak is not low else high
+    c_cmp = as_number(compared.value) or 1.0
+    agg_cmp = float(compared.summary["output_tokens_per_s"])
+    tpot_cmp, ttft_cmp = _p(compared, "tpot_s"), _p(compared, "ttft_s")
+    agg_ratio = agg_cmp / agg_low
+    where_peak = ", its peak," if compared is peak and peak is not high else ""
+    span = f"from concurrency {_n(c_low)} to {_n(c_cmp)}{where_peak} (×{_r(c_cmp / c_low)} the concurrency)"
+    after_peak = (
+        f"; above it, at concurrency {_n(c_high)}, it fell back to {_t(agg_high)}: the extra requests "
+        "waited for a server slot or slowed the batch more than they added"
+        if peak is not high and peak is not low and agg_high < agg_peak
+        else ""
+    )
     findings = []
     if agg_ratio >= AGGREGATE_RISE_RATIO:
         findings.append(
@@ -503,23 +525,23 @@ def _batching_almost_free(
                 ok=True,
                 title="Aggregate throughput rose with concurrency",
                 detail=(
-                    f"Aggregate output went {_t(agg_low)} -> {_t(agg_high)} (×{_r(agg_ratio)}) "
+                    f"Aggregate output went {_t(agg_low)} -> {_t(agg_cmp)} (×{_r(agg_ratio)}) "
                     f"{span}: one decode step serves every request in the batch, reading the "
-                    "weights once for all of them."
+                    f"weights once for all of them{after_peak}."
                 ),
             )
         )
     else:
-        if tpot_high / tpot_low <= TPOT_FLAT_RATIO:
+        if tpot_cmp / tpot_low <= TPOT_FLAT_RATIO:
             reason = (
                 f"this engine serves one request at a time: P50 TPOT stayed at {_s(tpot_low)} "
-                f"-> {_s(tpot_high)} while P50 TTFT went {_s(ttft_low)} -> {_s(ttft_high)}, "
+                f"-> {_s(tpot_cmp)} while P50 TTFT went {_s(ttft_low)} -> {_s(ttft_cmp)}, "
                 "because each request waited inside the engine for the ones ahead to finish"
             )
         else:
             reason = (
                 f"the engine batches but was already saturated at concurrency {_n(c_low)}: "
-                f"P50 TPOT went {_s(tpot_low)} -> {_s(tpot_high)}, so each request slowed by "
+                f"P50 TPOT went {_s(tpot_low)} -> {_s(tpot_cmp)}, so each request slowed by "
                 "as much as the batch grew"
             )
         findings.append(
@@ -528,14 +550,21 @@ def _batching_almost_free(
                 ok=False,
                 title="Aggregate throughput did not rise with concurrency",
                 detail=(
-                    f"Aggregate output went {_t(agg_low)} -> {_t(agg_high)} (×{_r(agg_ratio)}) "
-                    f"{span}, less than ×{AGGREGATE_RISE_RATIO}: {reason}."
+                    f"Aggregate output went {_t(agg_low)} -> {_t(agg_cmp)} (×{_r(agg_ratio)}) "
+                    f"{span}, less than ×{AGGREGATE_RISE_RATIO} at its best (peak {_t(agg_peak)} at "
+                    f"concurrency {_n(c_peak)}): {reason}."
                 ),
             )
         )
+        # The chart marks the knee whatever the gain; the finding names the same one.
+        findings.append(_knee_finding(usable=usable))
         return findings
     knee = concurrency_knee(steps=usable)
-    reference = next((s for s in usable if as_number(s.value) == knee), high)
+    # TPOT is compared between two different levels: the lowest and the knee, or the highest
+    # when throughput was still rising (the knee is then beyond the sweep).
+    reference = high
+    if knee is not None and knee.concurrency != c_low:
+        reference = next(s for s in usable if as_number(s.value) == knee.concurrency)
     c_ref = as_number(reference.value) or c_high
     tpot_ratio = _p(reference, "tpot_s") / tpot_low
     c_ratio = c_ref / c_low
@@ -545,7 +574,7 @@ def _batching_almost_free(
         f"{_s(tpot_low)} -> {_s(_p(reference, 'tpot_s'))} (×{_r(tpot_ratio)}) while aggregate "
         f"output went {_t(agg_low)} -> {_t(agg_ref)} (×{_r(agg_ref / agg_low)})"
     )
-    if c_ratio > 1 and tpot_ratio < c_ratio:
+    if tpot_ratio < c_ratio:
         findings.append(
             Finding(
                 id="tpot-slower-than-concurrency",
@@ -571,37 +600,60 @@ def _batching_almost_free(
                 ),
             )
         )
-    criteria = (
-        f"a doubling of concurrency adds under {KNEE_GAIN_PER_DOUBLING:.0%} aggregate tokens/s "
-        f"while TPOT is over {KNEE_TPOT_GROWTH:.0%} above its value at concurrency {_n(c_low)}"
-    )
-    if knee is not None:
-        findings.append(
-            Finding(
-                id="knee",
-                ok=True,
-                title=f"The knee is at about {_n(knee)} concurrent requests",
-                detail=(
-                    f"Past concurrency {_n(knee)}, {criteria}. Beyond it, more concurrency "
-                    "mostly makes each request slower: the batch has turned compute-bound or "
-                    "the KV cache has run out of room."
-                ),
-            )
-        )
-    else:
-        findings.append(
-            Finding(
-                id="knee",
-                ok=True,
-                title="No knee within this sweep",
-                detail=(
-                    f"Aggregate output was still gaining at concurrency {_n(c_high)} "
-                    f"({_t(agg_high)}); the knee is where {criteria}. Sweep higher, within "
-                    "the target's limit, to find it."
-                ),
-            )
-        )
+    findings.append(_knee_finding(usable=usable))
     return findings
+
+
+def _knee_finding(*, usable: list[StepView]) -> Finding:
+    """The knee the concurrency chart marks, with every number that placed it."""
+    knee = concurrency_knee(steps=usable)
+    high = usable[-1]
+    c_high, agg_high = as_number(high.value) or 1.0, float(high.summary["output_tokens_per_s"])
+    per_level = ", ".join(f"{_n(as_number(s.value))}: {_t(float(s.summary['output_tokens_per_s']))}" for s in usable)
+    if knee is None:
+        return Finding(
+            id="knee",
+            ok=True,
+            title="No knee within this sweep",
+            detail=(
+                f"Aggregate output was still rising at the highest level: {_t(agg_high)} at "
+                f"concurrency {_n(c_high)}, and no lower level reached {KNEE_PEAK_FRACTION:.0%} "
+                f"of it (aggregate per level: {per_level}). Sweep higher, within the target's "
+                "limit, to find the knee."
+            ),
+        )
+    knee_tpot = stat(summary=next(s for s in usable if as_number(s.value) == knee.concurrency).summary, metric="tpot_s")
+    reached = (
+        f"Concurrency {_n(knee.concurrency)} is the lowest level reaching {KNEE_PEAK_FRACTION:.0%} of that "
+        f"peak: {_t(knee.tokens_per_s)} ({knee.fraction_of_peak:.0%}), at P50 TPOT {_s(knee_tpot)}"
+    )
+    if knee.before is None:
+        return Finding(
+            id="knee",
+            ok=True,
+            title=(
+                f"No gain from concurrency: {_n(knee.concurrency)} already gives "
+                f"{knee.fraction_of_peak:.0%} of the peak"
+            ),
+            detail=(
+                f"Aggregate output peaked at {_t(knee.peak_tokens_per_s)} at concurrency "
+                f"{_n(knee.peak_concurrency)}. {reached}, so more requests in flight bought less than "
+                f"a tenth more (aggregate per level: {per_level})."
+            ),
+        )
+    return Finding(
+        id="knee",
+        ok=True,
+        title=f"The knee is at about {_n(knee.concurrency)} concurrent requests",
+        detail=(
+            f"Aggregate output peaked at {_t(knee.peak_tokens_per_s)} at concurrency "
+            f"{_n(knee.peak_concurrency)}. {reached}, while concurrency {_n(knee.before[0])} reached "
+            f"{_t(knee.before[1])} ({knee.before[1] / knee.peak_tokens_per_s:.0%}). Aggregate per level: "
+            f"{per_level}. Beyond the knee more concurrency mostly makes each request slower or makes "
+            "it wait: the batch has turned compute-bound, the KV cache has run out of room, or the "
+            "engine has no free slot."
+        ),
+    )
 
 
 def _continuous_batching(
@@ -835,7 +887,9 @@ def _quantization(
                 detail=(
                     f"Decode per model: {listing}. Each decode step reads every weight, so "
                     "fewer bytes per weight means a shorter step. TTFT gains less: prefill is "
-                    "compute-bound and low-bit weights are unpacked before the arithmetic."
+                    "compute-bound, and the arithmetic does not shrink with the weights: llama.cpp on a "
+                    "CPU quantizes the activations to 8 bits and multiplies with integer dot products, "
+                    "GPU weight-only kernels (Marlin, AWQ) unpack the weights to 16 bits first."
                 ),
             )
         ]
@@ -847,9 +901,10 @@ def _quantization(
             title="Fewer bits did not decode faster",
             detail=(
                 f"{pairs} (all models: {listing}). Fewer bits means fewer bytes to read per "
-                "step, but the weights must be unpacked before use: on a tiny model the bytes "
-                "saved are few and fixed per-step costs plus dequantisation arithmetic "
-                "dominate, and on a CPU some low-bit kernels are compute-bound."
+                "step, but the kernels do extra work per weight (unpacking blocks and their "
+                "scales; on a CPU, llama.cpp also quantizes the activations to 8 bits for integer "
+                "dot products): on a tiny model the bytes saved are few and fixed per-step costs "
+                "plus that arithmetic dominate, and on a CPU some low-bit kernels are compute-bound."
             ),
         )
     ]
@@ -865,25 +920,6 @@ LAB_CHECKS: dict[str, Callable[..., list[Finding]]] = {
     "open-loop-slo": _open_loop_slo,
     "quantization": _quantization,
 }
-
-_BITS_PATTERNS: tuple[tuple[re.Pattern[str], int | None], ...] = (
-    (re.compile(r"(?<![a-z0-9])(?:bf16|fp16|f16|float16|half)(?![0-9])"), 16),
-    (re.compile(r"(?<![a-z0-9])(?:fp32|f32|float32)(?![0-9])"), 32),
-    (re.compile(r"(?<![a-z0-9])(?:fp8|f8|e4m3|e5m2)(?![0-9])"), 8),
-    (re.compile(r"(?<![a-z0-9])(?:mxfp4|nvfp4|nf4|fp4|awq|gptq)(?![0-9])"), 4),
-    (re.compile(r"(?<![a-z0-9])(?:iq|q|int|i|w)(\d)(?:_[a-z0-9]+)*(?![0-9])"), None),
-)
-
-
-def weight_bits(*, name: str) -> int | None:
-    """Bits per weight read from a model or quantization name (``q4_k_m`` -> 4), or None."""
-    lowered = name.lower()
-    for pattern, bits in _BITS_PATTERNS:
-        match = pattern.search(lowered)
-        if match:
-            return bits if bits is not None else int(match.group(1))
-    return None
-
 
 # --- checks for any lab ---------------------------------------------------------------------
 
@@ -940,8 +976,9 @@ def _generic(*, param: str | None, steps: list[StepView], overall: Mapping[str, 
         findings.append(
             Finding(
                 id="small-sample",
-                ok=False,
-                title="Too few requests for a meaningful P99",
+                ok=True,
+                note=True,
+                title=f"P99 not meaningful (n < {P99_MIN_SAMPLES})",
                 detail=(
                     f"n = {int(samples)} successful requests in all (smallest step: "
                     f"{smallest[1]} with n = {smallest[0]}). With under {P99_MIN_SAMPLES} "
@@ -989,6 +1026,17 @@ def _p(step: StepView, metric: str, key: str = "p50") -> float:
     if value is None:
         raise ValueError(f"step {step.key} has no {metric} {key}")
     return value
+
+
+def _fixed_cost(intercept: float) -> str:
+    """The fitted line's intercept as words: a negative one is not a negative cost, it means the
+    longest prompts sit above the line (attention grows faster than linearly)."""
+    if intercept > 0:
+        return f"plus {_s(intercept)} fixed per request"
+    return (
+        f"with no fixed cost visible (the line crosses zero tokens at {_s(intercept)}: the longest "
+        "prompts sit above it, as attention work grows faster than the prompt)"
+    )
 
 
 def _chunk_counted(*, summary: Mapping[str, Any]) -> int:

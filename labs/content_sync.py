@@ -1,5 +1,6 @@
 """Load lab guides from labs/content/*.toml into the database, idempotently."""
 
+import re
 from pathlib import Path
 
 from django.db import transaction
@@ -17,7 +18,9 @@ from core.content import (
     require,
     save_changed,
 )
+from labs.analysis import measure_problem
 from labs.models import Lab
+from labs.plans import plan_problems
 
 PARAM_KINDS = {"int", "float", "int_list", "choice"}
 
@@ -65,6 +68,47 @@ def _validate_params(*, params: list, path: Path, text: str) -> None:
                 )
 
 
+def _validate_plan(*, data: dict, params: list, path: Path, text: str) -> None:
+    plan = data.get("plan", {})
+    if not isinstance(plan, dict):
+        raise ContentError(path=path, line=line_of(text=text, pattern=r"^\[plan\]"), message="[plan] must be a table")
+    names = {param["name"] for param in params}
+    for key, message in plan_problems(plan=plan, param_names=names):
+        line = line_of(text=text, pattern=rf"^{key}\s*=") or line_of(text=text, pattern=r"^\[plan\]")
+        raise ContentError(path=path, line=line, message=message)
+    ranged = {param["name"] for param in params if param["kind"] in ("int", "int_list")}
+    for name in re.findall(r"\{(\w+)\.(?:low|high)\}", data["prediction"]):
+        if name not in ranged:
+            raise ContentError(
+                path=path,
+                line=line_of(text=text, pattern=r"^prediction\s*="),
+                message=f"prediction refers to {{{name}.low/high}}, but '{name}' is not a numeric parameter",
+            )
+
+
+def _validate_predicts(*, data: dict, path: Path, text: str) -> None:
+    predicts = data.get("predict", [])
+    line = line_of(text=text, pattern=r"^\[\[predict\]\]")
+    if not isinstance(predicts, list):
+        raise ContentError(path=path, line=line, message="'predict' must be a list of [[predict]] tables")
+    names: set[str] = set()
+    for entry in predicts:
+        if not isinstance(entry, dict):
+            raise ContentError(path=path, line=line, message="each [[predict]] entry must be a table")
+        name = require(entry, "name", str, path=path, text=text, context="[[predict]]")
+        where = f"[[predict]] '{name}'"
+        if name in names:
+            raise ContentError(path=path, line=line, message=f"{where} is defined twice")
+        names.add(name)
+        require(entry, "label", str, path=path, text=text, context=where)
+        measure = require(entry, "measure", str, path=path, text=text, context=where)
+        problem = measure_problem(measure)
+        if problem:
+            raise ContentError(
+                path=path, line=line_of(text=text, pattern=rf'^measure\s*=\s*"{re.escape(measure)}"'), message=problem
+            )
+
+
 def parse_lab_file(path: Path) -> dict:
     data, text = read_toml(path)
     slug = require(data, "slug", str, path=path, text=text)
@@ -76,7 +120,10 @@ def parse_lab_file(path: Path) -> dict:
         )
     for key in ("title", "objective", "guide", "prediction"):
         require(data, key, str, path=path, text=text)
-    _validate_params(params=require(data, "params", list, path=path, text=text), path=path, text=text)
+    params = require(data, "params", list, path=path, text=text)
+    _validate_params(params=params, path=path, text=text)
+    _validate_plan(data=data, params=params, path=path, text=text)
+    _validate_predicts(data=data, path=path, text=text)
     questions = data.get("questions", [])
     if not isinstance(questions, list) or not all(isinstance(q, str) for q in questions):
         raise ContentError(

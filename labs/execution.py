@@ -26,7 +26,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError, close_old
 from django.utils import timezone
 
 from labs.models import InferenceTarget, LabRun, RunRequest
-from labs.plans import PlanError, Step, build_steps
+from labs.plans import PlanError, Step, build_steps, planned_requests, planned_warmups
 from labs.selectors import charts_for
 from labs.targets import target_limits
 from workers.measure import Capabilities, RequestRecord, TargetSpec, fresh_seed, measure
@@ -71,14 +71,24 @@ def _if_database_answers(write: Callable[[], T], *, default: T) -> T:
         return default
 
 
-def target_spec(*, target: InferenceTarget, model: str) -> TargetSpec:
+# A lab whose plan says `chat = true` talks to the target's chat endpoint: a real model answers a
+# chat turn and ends it with its end-of-sequence token, while as a plain completion it continues
+# the prompt's words and rarely stops.
+CHAT_API_FOR = {
+    InferenceTarget.Api.OPENAI_COMPLETIONS: InferenceTarget.Api.OPENAI_CHAT,
+    InferenceTarget.Api.OLLAMA_GENERATE: InferenceTarget.Api.OLLAMA_CHAT,
+}
+
+
+def target_spec(*, target: InferenceTarget, model: str, chat: bool = False) -> TargetSpec:
     capabilities = (
         Capabilities(**{k: v for k, v in target.capabilities.items() if k in Capabilities.__dataclass_fields__})
         if target.capabilities
         else Capabilities.for_engine(target.kind)
     )
+    api = CHAT_API_FOR.get(target.api, target.api) if chat else target.api
     return TargetSpec(
-        base_url=target.base_url, api=target.api, model=model, api_key=target.api_key or None, capabilities=capabilities
+        base_url=target.base_url, api=api, model=model, api_key=target.api_key or None, capabilities=capabilities
     )
 
 
@@ -224,7 +234,9 @@ def _measure_steps(run: LabRun) -> str:
     # The target's wall-clock limit is the run's, not each step's: steps share what is left.
     deadline = started + run.target.max_run_seconds
     stopped_early = ""  # why the run ended before its plan, for the learner
-    total = sum(step.spec.requests + step.spec.warmup for step in steps)
+    # Measured requests only: warm-ups are sent but not counted, as the results count them.
+    total = planned_requests(steps)
+    warmups = planned_warmups(steps)
     state = {"done": 0, "tokens": 0, "last_write": 0.0, "cancel_checked": 0.0, "cancelled": False}
     offset = run.requests.count()
     step_summaries: list[dict] = []
@@ -267,6 +279,7 @@ def _measure_steps(run: LabRun) -> str:
                         progress={
                             "done": state["done"],
                             "total": total,
+                            "warmup": warmups,
                             "tokens": state["tokens"],
                             "elapsed_s": round(now - started, 2),
                             "step": step.key,
@@ -277,7 +290,13 @@ def _measure_steps(run: LabRun) -> str:
 
         spec = dataclasses.replace(step.spec, max_duration_s=min(step.spec.max_duration_s or remaining_s, remaining_s))
         result = measure(
-            target=target_spec(target=run.target, model=step.model),
+            target=target_spec(
+                target=run.target,
+                model=step.model,
+                # A generated model has no chat template and never ends an answer: plain completions.
+                chat=bool(run.lab.spec.get("plan", {}).get("chat"))
+                and not run.target.serves_synthetic_text(step.model),
+            ),
             spec=spec,
             on_progress=on_progress,
             cancel=cancelled,
@@ -301,8 +320,10 @@ def _measure_steps(run: LabRun) -> str:
             }
         )
         notes.extend(result.notes)
-        if not run.result_meta:
+        if "schema_version" not in run.result_meta:
+            # Merged, not replaced: the submit may have recorded how the parameters were fitted.
             run.result_meta = {
+                **run.result_meta,
                 "schema_version": result.schema_version,
                 "target": {k: v for k, v in result.target.items() if k != "base_url"},
                 "engine": result.engine,
@@ -459,9 +480,7 @@ def _record_fields(data: dict) -> dict:
     return {k: v for k, v in data.items() if k in allowed}
 
 
-def _engine_failure_reason(
-    *, target: InferenceTarget, step: Step, summary: dict, records: list[RequestRecord]
-) -> str:
+def _engine_failure_reason(*, target: InferenceTarget, step: Step, summary: dict, records: list[RequestRecord]) -> str:
     counts = summary.get("errors_by_kind") or {}
     kinds = ", ".join(f"{count} {kind.replace('_', ' ')}" for kind, count in sorted(counts.items()))
     last = next((r.error for r in reversed(records) if r.error and r.error.get("kind") != "cancelled"), None) or {}

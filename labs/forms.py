@@ -2,11 +2,12 @@
 name, and the learner's prediction. No field ever takes a URL or a host."""
 
 import math
+import re
 
 from django import forms
 
 from labs.models import InferenceTarget, Lab
-from labs.plans import CAPPED_PARAMS
+from labs.plans import CAPPED_PARAMS, needs_forced_output
 
 MAX_LIST_VALUES = 10
 
@@ -82,6 +83,57 @@ def _field_for(param: dict, initial):
     )
 
 
+def fit_to_target(*, param_specs: list[dict], params: dict, target: InferenceTarget) -> tuple[dict, list[str]]:
+    """The parameters within the target's caps, and a note for every value changed.
+
+    A lab's defaults are written for a large GPU (concurrency up to 64); a small target allows
+    less. Rather than refuse them, a list keeps the values the target allows (or its cap, when
+    none fits) and a single value is lowered to the cap, and the learner is told what changed.
+    """
+    fitted = dict(params)
+    notes: list[str] = []
+    for param in param_specs:
+        name = param["name"]
+        limit_attr = CAPPED_PARAMS.get(name)
+        value = fitted.get(name)
+        if limit_attr is None or value is None:
+            continue
+        limit = getattr(target, limit_attr)
+        label = param["label"]
+        if isinstance(value, list):
+            over = [v for v in value if v > limit]
+            if not over:
+                continue
+            kept = [v for v in value if v <= limit] or [limit]
+            fitted[name] = kept
+            notes.append(
+                f"{label}: {', '.join(map(str, over))} left out; {target.name} allows at most {limit}, "
+                f"so the run uses {', '.join(map(str, kept))}."
+            )
+        elif value > limit:
+            fitted[name] = limit
+            notes.append(f"{label}: {value} lowered to {limit}, the most {target.name} allows.")
+    return fitted, notes
+
+
+_RANGE_PLACEHOLDER = re.compile(r"\{(\w+)\.(low|high)\}")
+
+
+def prediction_prompt(*, text: str, params: dict) -> str:
+    """The lab's prediction prompt with {name.low} / {name.high} replaced by the range the run
+    will actually use, so it never promises levels the chosen engine does not allow."""
+
+    def replace(match: re.Match[str]) -> str:
+        value = params.get(match.group(1))
+        values = value if isinstance(value, list) else [value]
+        numbers = [v for v in values if isinstance(v, int | float)]
+        if not numbers:
+            return match.group(0)
+        return f"{min(numbers) if match.group(2) == 'low' else max(numbers):,}"
+
+    return _RANGE_PLACEHOLDER.sub(replace, text)
+
+
 class RunForm(forms.Form):
     target = forms.ModelChoiceField(
         queryset=InferenceTarget.objects.none(),
@@ -96,38 +148,109 @@ class RunForm(forms.Form):
         help_text="Write it before you run: the results page puts it next to what you measure.",
     )
 
-    def __init__(self, *args, lab: Lab, initial_params: dict | None = None, **kwargs) -> None:
+    def __init__(
+        self,
+        *args,
+        lab: Lab,
+        initial_params: dict | None = None,
+        initial_predicted: dict | None = None,
+        target: InferenceTarget | None = None,
+        **kwargs,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.lab = lab
-        self.fields["target"].queryset = InferenceTarget.objects.filter(enabled=True).order_by("name")
-        self.fields["target"].label_from_instance = lambda target: target.name
+        enabled = InferenceTarget.objects.filter(enabled=True).order_by("name")
+        self.fields["target"].queryset = enabled
+        # Read once: the page asks whether there are any, then lists them (a query each, otherwise).
+        self.targets = list(enabled)
+        self.needs_forced_output = needs_forced_output(plan=lab.spec.get("plan", {}))
+        # Marked before the learner submits: on such an engine this lab's comparison is uncontrolled.
+        self.fields["target"].choices = [
+            (
+                target.pk,
+                f"{target.name} (uncontrolled: cannot force output length)"
+                if self.needs_forced_output and not target.can_force_output_length
+                else target.name,
+            )
+            for target in self.targets
+        ]
         self.param_specs = lab.spec.get("params", [])
+        initial_values: dict = {}
         for param in self.param_specs:
             initial = (initial_params or {}).get(param["name"], param["default"])
             if param["kind"] == "int_list" and not isinstance(initial, list):
                 initial = [initial]
-            self.fields[f"param_{param['name']}"] = _field_for(param, initial)
+            initial_values[param["name"]] = initial
+        # Pre-filled within the limits of the engine the form starts on, so the defaults are
+        # accepted as they stand; the notes say which defaults were changed for it.
+        self.selected_target = target or (self.targets[0] if self.targets else None)
+        self.fit_notes: list[str] = []
+        if self.selected_target is not None:
+            initial_values, self.fit_notes = fit_to_target(
+                param_specs=self.param_specs, params=initial_values, target=self.selected_target
+            )
+            self.fields["target"].initial = self.selected_target.pk
+        self.initial_values = initial_values
+        # Numbers to put next to the measurement in a table: optional, the text above is not.
+        self.predict_specs = lab.spec.get("predict", [])
+        for entry in self.predict_specs:
+            self.fields[f"predict_{entry['name']}"] = FiniteFloatField(
+                label=entry["label"],
+                required=False,
+                min_value=0,
+                help_text=(
+                    "Optional: a ratio, such as 2.5 for ×2.5."
+                    if entry.get("unit") == "ratio"
+                    else f"Optional, in {entry['unit']}."
+                    if entry.get("unit")
+                    else "Optional."
+                ),
+                initial=(initial_predicted or {}).get(entry["name"]),
+            )
+        # Without JS the form cannot refill itself when another engine is picked: links beside
+        # the field refill it for each engine, and a submit fits what it gets (fit_to_target).
+        self.other_targets = [
+            t for t in self.targets if self.selected_target is None or t.pk != self.selected_target.pk
+        ]
+        for param in self.param_specs:
+            self.fields[f"param_{param['name']}"] = _field_for(param, initial_values[param["name"]])
 
     def param_fields(self):
         return [self[f"param_{param['name']}"] for param in self.param_specs]
 
     def clean(self):
         cleaned = super().clean()
+        self.adjustments: list[str] = []
         target: InferenceTarget | None = cleaned.get("target")
         if target is None:
             return cleaned
-        for param in self.param_specs:
-            field_name = f"param_{param['name']}"
-            limit_attr = CAPPED_PARAMS.get(param["name"])
-            if field_name not in cleaned or limit_attr is None:
-                continue
-            limit = getattr(target, limit_attr)
-            values = cleaned[field_name] if isinstance(cleaned[field_name], list) else [cleaned[field_name]]
-            too_big = [v for v in values if v is not None and v > limit]
-            if too_big:
-                self.add_error(field_name, f"{too_big[0]} is above what {target.name} allows ({limit}).")
+        # Values above the engine's caps (the form was filled for another engine, or typed) are
+        # fitted to it, not refused; the run page lists what changed.
+        entered = {
+            param["name"]: cleaned[f"param_{param['name']}"]
+            for param in self.param_specs
+            if f"param_{param['name']}" in cleaned
+        }
+        fitted, self.adjustments = fit_to_target(param_specs=self.param_specs, params=entered, target=target)
+        for name, value in fitted.items():
+            cleaned[f"param_{name}"] = value
         return cleaned
 
     @property
     def params(self) -> dict:
         return {param["name"]: self.cleaned_data[f"param_{param['name']}"] for param in self.param_specs}
+
+    def predict_fields(self):
+        return [self[f"predict_{entry['name']}"] for entry in self.predict_specs]
+
+    @property
+    def predicted(self) -> dict[str, float]:
+        return {
+            entry["name"]: value
+            for entry in self.predict_specs
+            if (value := self.cleaned_data.get(f"predict_{entry['name']}")) is not None
+        }
+
+    @property
+    def prediction_prompt(self) -> str:
+        return prediction_prompt(text=self.lab.spec.get("prediction", ""), params=self.initial_values)

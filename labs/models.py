@@ -53,6 +53,11 @@ class InferenceTarget(models.Model):
     api_key = models.CharField(max_length=300, blank=True, help_text="Stored, never rendered")
     description = models.TextField(blank=True)
     synthetic_text = models.BooleanField(default=False, help_text="Generated model: real timings, meaningless words")
+    real_model_names = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Models with real weights (real words, real stopping) on a target whose other models are generated",
+    )
 
     hardware_name = models.CharField(max_length=100, blank=True)
     hardware_slug = models.SlugField(blank=True, help_text="Row of the hardware catalogue, if any")
@@ -93,8 +98,28 @@ class InferenceTarget(models.Model):
         return f"target-{self.slug}"
 
     @property
+    def server_slots(self) -> int | None:
+        """How many requests the engine serves at once (llama.cpp --parallel, reported by its
+        /props as total_slots; staff may set it for Ollama's OLLAMA_NUM_PARALLEL), or None."""
+        slots = (self.capabilities or {}).get("server_slots")
+        return int(slots) if isinstance(slots, int) and slots > 0 else None
+
+    @property
+    def can_force_output_length(self) -> bool:
+        """Whether a request can make the engine decode exactly max_tokens. Ollama's API has no
+        ignore_eos or min_tokens; elsewhere the probe's answer counts, and an unprobed target is
+        given the benefit of the doubt (the run's findings still flag short outputs)."""
+        if self.kind == self.Kind.OLLAMA:
+            return False
+        return (self.capabilities or {}).get("ignore_eos") is not False
+
+    @property
     def default_model(self) -> str:
         return self.model_names[0] if self.model_names else ""
+
+    def serves_synthetic_text(self, model_name: str) -> bool:
+        """Whether this model's words are noise (a generated model) rather than a real model's."""
+        return self.synthetic_text and model_name not in (self.real_model_names or [])
 
 
 class LabRun(models.Model):
@@ -149,6 +174,17 @@ class LabRun(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("labs:run", kwargs={"run_id": self.pk})
+
+    @property
+    def synthetic_text(self) -> bool:
+        return self.target.serves_synthetic_text(self.model_name)
+
+    @property
+    def model_kind(self) -> str:
+        """What the result measured, in the words the pages use: "synthetic text" or "real model"."""
+        if self.synthetic_text:
+            return "synthetic text"
+        return "real model" if self.model_name in (self.target.real_model_names or []) else ""
 
     @property
     def is_active(self) -> bool:

@@ -4,7 +4,8 @@ A lab file's `[plan]` table says which parameter is swept and how the others map
 measurement library's RunSpec; each swept value becomes one step, measured in turn.
 Parameter names with a meaning here: prompt_tokens, max_tokens, concurrency, repeats (requests
 per step), shared_prefix_tokens, shared_prefix (0/1 steps), rate_rpm (open-loop arrivals per
-minute), slo_ttft_ms, slo_tpot_ms, model.
+minute), slo_ttft_ms, slo_tpot_ms, model, output_length ("forced" keeps the plan's ignore_eos,
+"model stops" lets a real model end at its end-of-sequence token, the seed experiment's confound).
 A plan's `prompt_cache = true` marks a lab that measures prefix caching: llama.cpp may then
 reuse a cached prompt prefix, and cache hits are the effect, not a threat to the conclusion.
 """
@@ -23,12 +24,88 @@ CAPPED_PARAMS = {
 }
 
 
+# What a lab file's [plan] table may say, and the parameter names build_steps gives a meaning.
+# A name outside these would be ignored by the run, so content sync refuses it instead.
+PLAN_KEYS = {
+    "sweep": str,
+    "ignore_eos": bool,
+    "requests_per_concurrency": int,
+    "repeats": int,
+    "warmup": int,
+    "prefer_models": list,
+    "fixed": dict,
+    "arrival": str,
+    "prompt_cache": bool,
+    "needs_forced_output": bool,
+    # Send chat turns to targets serving a real model (labs/execution.py): a real model ends an answer.
+    "chat": bool,
+}
+PARAM_NAMES = {
+    "prompt_tokens",
+    "max_tokens",
+    "concurrency",
+    "repeats",
+    "shared_prefix_tokens",
+    "shared_prefix",
+    "rate_rpm",
+    "slo_ttft_ms",
+    "slo_tpot_ms",
+    "model",
+    "models",
+    "seed",
+    "output_length",
+}
+ARRIVALS = {"poisson", "constant"}
+
+
+def plan_problems(*, plan: dict, param_names: set[str]) -> list[tuple[str, str]]:
+    """What is wrong with a lab's [plan] for its [[params]]: (key, message) pairs, empty if
+    nothing. Checked when content is synced, so a typo fails there, not at a learner's submit."""
+    problems: list[tuple[str, str]] = []
+    for key, value in plan.items():
+        kind = PLAN_KEYS.get(key)
+        if kind is None:
+            problems.append((key, f"[plan] key '{key}' is unknown; known keys: {', '.join(sorted(PLAN_KEYS))}"))
+        elif not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            problems.append((key, f"[plan] {key} must be {kind.__name__}, not {type(value).__name__}"))
+    sweep = plan.get("sweep")
+    if isinstance(sweep, str) and sweep != "model" and sweep not in param_names:
+        problems.append(
+            (
+                "sweep",
+                f"[plan] sweep = '{sweep}' is not one of this lab's parameters ({', '.join(sorted(param_names))})",
+            )
+        )
+    for name in (plan.get("fixed") or {}) if isinstance(plan.get("fixed"), dict) else {}:
+        if name not in PARAM_NAMES:
+            problems.append(
+                ("fixed", f"[plan.fixed] '{name}' means nothing to a run; known: {', '.join(sorted(PARAM_NAMES))}")
+            )
+    if isinstance(plan.get("arrival"), str) and plan["arrival"] not in ARRIVALS:
+        problems.append(("arrival", f"[plan] arrival must be one of {', '.join(sorted(ARRIVALS))}"))
+    for name in sorted(param_names - PARAM_NAMES):
+        problems.append(
+            ("params", f"parameter '{name}' means nothing to a run; known: {', '.join(sorted(PARAM_NAMES))}")
+        )
+    return problems
+
+
+def needs_forced_output(*, plan: dict) -> bool:
+    """Whether the lab's conclusion rests on every request decoding exactly max_tokens (a target
+    that cannot force that, such as Ollama without ignore_eos, runs it uncontrolled)."""
+    return bool(plan.get("needs_forced_output", False))
+
+
 @dataclass(frozen=True)
 class Step:
     key: str
     params: dict[str, Any]
     model: str
     spec: RunSpec
+
+
+# The `output_length` choice that lets the model stop on its own end-of-sequence token.
+UNFORCED = "model stops"
 
 
 class PlanError(ValueError):
@@ -99,7 +176,7 @@ def build_steps(
                 # A model sweep loads a different model at each step: each gets its own warm-up,
                 # so no step's first request pays for loading weights.
                 warmup=int(plan.get("warmup", 1)) if index == 0 or sweep == "model" else 0,
-                ignore_eos=bool(plan.get("ignore_eos", True)),
+                ignore_eos=bool(plan.get("ignore_eos", True)) and merged.get("output_length") != UNFORCED,
                 seed=seed + index,
                 # Only a lab about caching lets llama.cpp reuse a cached prompt prefix.
                 prompt_cache=bool(plan.get("prompt_cache", False)),
@@ -122,4 +199,10 @@ def build_steps(
 
 
 def planned_requests(steps: list[Step]) -> int:
-    return sum(step.spec.requests + step.spec.warmup for step in steps)
+    """Measured requests the plan sends; warm-ups are counted apart (planned_warmups), as the
+    results count them: a warm-up is sent but never measured."""
+    return sum(step.spec.requests for step in steps)
+
+
+def planned_warmups(steps: list[Step]) -> int:
+    return sum(step.spec.warmup for step in steps)

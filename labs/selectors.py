@@ -1,8 +1,11 @@
 import csv
 import io
 import json
+import time
 from datetime import UTC, datetime
+from pathlib import Path
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 from django.db.models import Count, Q
@@ -19,6 +22,10 @@ def rendered_guide(*, lab: Lab) -> str:
         html = render_lesson_body(body=lab.spec.get("guide", "")).html
         cache.set(key, html, timeout=None)
     return html
+
+
+def enabled_target(*, target_id: int) -> InferenceTarget | None:
+    return InferenceTarget.objects.filter(pk=target_id, enabled=True).first()
 
 
 def labs_by_slug(*, slugs: list[str]) -> list[Lab]:
@@ -63,6 +70,50 @@ def decode_bound(*, run: LabRun) -> dict | None:
     }
 
 
+def request_counts(*, run: LabRun) -> dict[str, int] | None:
+    """A finished run's counts, the same everywhere: measured requests (warm-up excluded, as the
+    summary table's n excludes it), how many succeeded and failed, the plan, and the warm-ups
+    sent apart. None while the run is active (the live progress counts then)."""
+    if run.is_active or not run.summary:
+        return None
+    requests = (run.summary.get("overall") or {}).get("requests") or {}
+    meta_steps = (run.result_meta or {}).get("steps") or []
+    return {
+        "measured": int(requests.get("total", 0)),
+        "succeeded": int(requests.get("succeeded", 0)),
+        "failed": int(requests.get("failed", 0)),
+        "planned": sum(int((step.get("spec") or {}).get("requests") or 0) for step in meta_steps)
+        if meta_steps
+        else int((run.progress or {}).get("total") or 0),
+        "warmup": run.requests.filter(warmup=True).count(),
+    }
+
+
+def prediction_rows(*, run: LabRun) -> list:
+    from labs.analysis import prediction_rows as rows
+
+    return rows(
+        predicts=run.lab.spec.get("predict", []),
+        predicted=(run.result_meta or {}).get("predicted") or {},
+        summary=run.summary or {},
+    )
+
+
+def efficiencies(*, run: LabRun) -> list:
+    from labs.analysis import efficiencies as rows
+    from labs.analysis import weight_bits
+
+    target = run.target
+    return rows(
+        summary=run.summary or {},
+        model_bytes={name: float(size) for name, size in (target.model_bytes or {}).items()},
+        default_model=run.model_name,
+        bandwidth_bytes_s=target.memory_bandwidth_bytes_s,
+        peak_flops=target.peak_flops,
+        bits_of=weight_bits,
+    )
+
+
 def cost_per_million_output_tokens(*, run: LabRun) -> float | None:
     price = run.target.price_per_gpu_hour
     overall = (run.summary or {}).get("overall") or {}
@@ -90,7 +141,7 @@ def charts_for(*, run: LabRun) -> dict[str, str]:
     result = {
         "main": charts.main_chart_svg(lab_slug=run.lab.slug, summary=summary, bound=decode_bound(run=run)),
         "cdf": charts.ttft_cdf_svg(records=records),
-        "timeline": charts.timeline_svg(records=records),
+        "timeline": charts.timeline_svg(records=records, server_slots=run.target.server_slots),
     }
     if run.finished_at:
         cache.set(key, result, timeout=60 * 60 * 24 * 30)
@@ -160,8 +211,9 @@ def run_json(*, run: LabRun) -> str:
             "name": run.target.name,
             "kind": run.target.kind,
             "hardware": run.target.hardware_name,
-            "synthetic_text": run.target.synthetic_text,
+            "synthetic_text": run.synthetic_text,
         },
+        "model_kind": run.model_kind,
         "model": run.model_name,
         "params": run.params,
         "prediction": run.prediction,
@@ -330,3 +382,29 @@ def runs_csv(*, user: AbstractBaseUser) -> str:
 def run_counts(*, user: AbstractBaseUser) -> dict[str, int]:
     runs = LabRun.objects.filter(user=user)
     return {"runs": runs.count(), "active": runs.filter(status__in=LabRun.ACTIVE).count()}
+
+
+# `make run` (scripts.services) writes this every second while the local engines build and
+# start, and removes it when it stops; an older file belongs to a supervisor that is gone.
+LOCAL_ENGINE_STATE_STALE_S = 10.0
+
+
+def local_engine_state(*, now: float | None = None) -> dict | None:
+    """How the local engines are getting on while `make run` builds and starts them: a dict with
+    ``state`` ("building", "starting", "failed"), ``detail`` (phase, compiled units, elapsed, the
+    expected total) and ``percent`` (or None); None when they are ready or not being started."""
+    path = Path(settings.VAR_DIR) / "run" / "local-engines.json"
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("state") not in {"building", "starting", "failed"}:
+        return None
+    if (now or time.time()) - float(record.get("updated_at", 0)) > LOCAL_ENGINE_STATE_STALE_S:
+        return None
+    percent = record.get("percent")
+    return {
+        "state": record["state"],
+        "detail": str(record.get("detail", "")),
+        "percent": percent if isinstance(percent, int) and 0 <= percent <= 100 else None,
+    }

@@ -3,10 +3,12 @@
 import logging
 import time
 from datetime import timedelta
+from typing import Literal
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Avg, F, Q
@@ -15,7 +17,7 @@ from django.utils import timezone
 from core.queueing import send
 from labs.execution import finalise_summary, release_dead_lock
 from labs.models import CohortResult, InferenceTarget, Lab, LabRun
-from labs.plans import PlanError, build_steps, planned_requests
+from labs.plans import PlanError, build_steps, planned_requests, planned_warmups
 from labs.targets import target_limits
 
 logger = logging.getLogger(__name__)
@@ -44,7 +46,18 @@ def check_quota(*, user: AbstractBaseUser, target: InferenceTarget) -> None:
         )
 
 
-def submit_run(*, user: AbstractBaseUser, lab: Lab, target: InferenceTarget, params: dict, prediction: str) -> LabRun:
+def submit_run(
+    *,
+    user: AbstractBaseUser,
+    lab: Lab,
+    target: InferenceTarget,
+    params: dict,
+    prediction: str,
+    adjustments: list[str] | None = None,
+    predicted: dict[str, float] | None = None,
+) -> LabRun:
+    """Queue a run. ``adjustments`` say how the form fitted the parameters to the target's caps;
+    the run page shows them next to the parameters."""
     if not target.enabled:
         raise ValidationError(f"{target.name} is not taking runs at the moment.", code="disabled")
     try:
@@ -64,7 +77,18 @@ def submit_run(*, user: AbstractBaseUser, lab: Lab, target: InferenceTarget, par
             model_name=steps[0].model,
             params=params,
             prediction=prediction.strip(),
-            progress={"done": 0, "total": planned_requests(steps), "tokens": 0, "elapsed_s": 0.0},
+            result_meta={
+                key: value
+                for key, value in (("adjusted", list(adjustments or [])), ("predicted", dict(predicted or {})))
+                if value
+            },
+            progress={
+                "done": 0,
+                "total": planned_requests(steps),
+                "warmup": planned_warmups(steps),
+                "tokens": 0,
+                "elapsed_s": 0.0,
+            },
         )
         transaction.on_commit(lambda: dispatch_run(run_id=run.pk))
     return run
@@ -106,20 +130,33 @@ def queue_position(*, run: LabRun) -> int | None:
     return ahead.count() + 1
 
 
-def eta_seconds(*, run: LabRun) -> float | None:
-    position = queue_position(run=run)
+# Every learner polling a queued run on a target asks for the same mean; it moves only when a
+# run ends, so it is worked out at most this often per target (shared through the cache).
+RECENT_RUN_MEAN_TTL_S = 5
+
+
+def eta_seconds(*, run: LabRun, position: int | Literal["unknown"] | None = "unknown") -> float | None:
+    """Seconds until the run starts: its queue position times the mean of the target's last 10
+    runs. Pass ``position`` when already known (queue_position), to save its query."""
+    if position == "unknown":
+        position = queue_position(run=run)
     if position is None:
         return None
-    recent = (
-        LabRun.objects.filter(target=run.target, status=LabRun.Status.SUCCEEDED, started_at__isnull=False)
-        .order_by("-finished_at")[:10]
-        .annotate(duration=F("finished_at") - F("started_at"))
-        .aggregate(mean=Avg("duration"))
-    )
-    mean = recent["mean"]
-    if mean is None:
+    key = f"recent-run-mean-s:{run.target_id}"
+    mean_s = cache.get(key)
+    if mean_s is None:
+        recent = (
+            LabRun.objects.filter(target=run.target, status=LabRun.Status.SUCCEEDED, started_at__isnull=False)
+            .order_by("-finished_at")[:10]
+            .annotate(duration=F("finished_at") - F("started_at"))
+            .aggregate(mean=Avg("duration"))
+        )
+        # 0.0 stands for "no finished run yet", so that answer is cached too.
+        mean_s = recent["mean"].total_seconds() if recent["mean"] is not None else 0.0
+        cache.set(key, mean_s, timeout=RECENT_RUN_MEAN_TTL_S)
+    if not mean_s:
         return None
-    return position * mean.total_seconds()
+    return position * mean_s
 
 
 def reap_stale_runs() -> dict[str, list[int]]:

@@ -98,6 +98,7 @@ def upsert_target(
     api: str | None = None,
     api_key: str = "",
     synthetic_text: bool = False,
+    real_models: list[str] | None = None,
     description: str = "",
     model_bytes: dict[str, float] | None = None,
     limits: dict[str, int] | None = None,
@@ -117,6 +118,8 @@ def upsert_target(
         "description": description,
         "enabled": True,
     }
+    if real_models is not None:
+        fields["real_model_names"] = real_models
     if hardware_group is not None:  # None keeps what staff set in the admin
         fields["hardware_group"] = hardware_group
     if model_bytes is not None:
@@ -161,6 +164,7 @@ def probe_and_record(*, target_id: int) -> InferenceTarget:
         )
     )
     target.probed_at = timezone.now()
+    known_slots = (target.capabilities or {}).get("server_slots")
     if result.reachable:
         target.capabilities = {
             "include_usage": bool(result.include_usage),
@@ -170,6 +174,10 @@ def probe_and_record(*, target_id: int) -> InferenceTarget:
             "metrics": result.metrics,
             "cache_prompt": result.engine == "llamacpp",
         }
+        # Staff may have set the slot count for an engine that does not report it (Ollama).
+        slots = result.server_slots or known_slots
+        if slots:
+            target.capabilities["server_slots"] = slots
         target.engine_version = (result.engine_version or result.engine or "")[:100]
         if result.models and not target.model_names:
             target.model_names = result.models

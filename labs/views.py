@@ -6,6 +6,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from core.access import staff_only
+from core.shared import shared_part
 from courses.selectors import lesson_ref_link
 from labs import selectors, services
 from labs.forms import RunForm
@@ -22,22 +23,57 @@ def _run_id(text: str) -> int | None:
 
 @require_GET
 def lab_index(request: HttpRequest) -> HttpResponse:
-    return render(request, "labs/index.html", {"labs": Lab.objects.live()})
+    return render(
+        request, "labs/index.html", {"labs": Lab.objects.live(), "local_engines": selectors.local_engine_state()}
+    )
+
+
+def _lab_page(slug: str) -> dict | None:
+    """What every learner's copy of a lab page shares (the lab, its rendered guide, its questions
+    and lesson link), once per content version (core.shared). Read-only."""
+
+    def build() -> dict | None:
+        lab = Lab.objects.live().filter(slug=slug).first()
+        if lab is None:
+            return None
+        return {
+            "lab": lab,
+            "guide_html": selectors.rendered_guide(lab=lab),
+            "questions": question_selectors.questions_by_slug(slugs=lab.spec.get("questions", [])),
+            "lesson_link": lesson_ref_link(ref=lab.lesson_ref) if lab.lesson_ref else None,
+        }
+
+    return shared_part(name=f"lab-page:{slug}", build=build)
 
 
 @require_http_methods(["GET", "POST"])
 def lab_detail(request: HttpRequest, lab_slug: str) -> HttpResponse:
-    lab = get_object_or_404(Lab.objects.live(), slug=lab_slug)
+    page = _lab_page(lab_slug)
+    if page is None:
+        raise Http404("No such lab")
+    lab = page["lab"]
     form = None
     if request.user.is_authenticated:
-        initial_params, initial = None, {}
+        initial_params, initial_predicted, initial, target = None, None, {}, None
         rerun_id = _run_id(request.GET.get("rerun", ""))
         if rerun_id is not None:
             previous = selectors.own_run(user=request.user, run_id=rerun_id)
             if previous and previous.lab_id == lab.pk:
                 initial_params = previous.params
-                initial = {"target": previous.target_id, "prediction": previous.prediction}
-        form = RunForm(request.POST or None, lab=lab, initial_params=initial_params, initial=initial)
+                initial_predicted = (previous.result_meta or {}).get("predicted")
+                initial = {"prediction": previous.prediction}
+                target = previous.target
+        target_id = _run_id(request.GET.get("target", ""))
+        if target_id is not None:
+            target = selectors.enabled_target(target_id=target_id) or target
+        form = RunForm(
+            request.POST or None,
+            lab=lab,
+            initial_params=initial_params,
+            initial_predicted=initial_predicted,
+            initial=initial,
+            target=target,
+        )
         if request.method == "POST" and form.is_valid():
             try:
                 run = services.submit_run(
@@ -46,6 +82,8 @@ def lab_detail(request: HttpRequest, lab_slug: str) -> HttpResponse:
                     target=form.cleaned_data["target"],
                     params=form.params,
                     prediction=form.cleaned_data["prediction"],
+                    adjustments=form.adjustments,
+                    predicted=form.predicted,
                 )
             except ValidationError as error:
                 form.add_error(None, error)
@@ -54,12 +92,10 @@ def lab_detail(request: HttpRequest, lab_slug: str) -> HttpResponse:
     elif request.method == "POST":
         return redirect(f"/accounts/login/?next={lab.get_absolute_url()}")
     context = {
-        "lab": lab,
-        "guide_html": selectors.rendered_guide(lab=lab),
+        **page,
         "params": lab.spec.get("params", []),
-        "questions": question_selectors.questions_by_slug(slugs=lab.spec.get("questions", [])),
-        "lesson_link": lesson_ref_link(ref=lab.lesson_ref) if lab.lesson_ref else None,
         "form": form,
+        "local_engines": selectors.local_engine_state(),
         "my_runs": selectors.runs_of(user=request.user, lab=lab)[:10] if request.user.is_authenticated else [],
     }
     status = 422 if form is not None and request.method == "POST" else 200
@@ -67,11 +103,13 @@ def lab_detail(request: HttpRequest, lab_slug: str) -> HttpResponse:
 
 
 def _run_context(request: HttpRequest, run: LabRun) -> dict:
+    position = services.queue_position(run=run)
     context = {
         "run": run,
-        "position": services.queue_position(run=run),
-        "eta_s": services.eta_seconds(run=run),
+        "position": position,
+        "eta_s": services.eta_seconds(run=run, position=position),
         "progress_percent": _percent(run),
+        "counts": selectors.request_counts(run=run),
         "recent_requests": selectors.request_rows(run=run, limit=8) if run.is_active else [],
         "params_display": [
             (key, ", ".join(map(str, value)) if isinstance(value, list) else value) for key, value in run.params.items()
@@ -82,6 +120,8 @@ def _run_context(request: HttpRequest, run: LabRun) -> dict:
             charts=selectors.charts_for(run=run),
             findings=selectors.findings_for(run=run),
             bound=selectors.decode_bound(run=run),
+            prediction_rows=selectors.prediction_rows(run=run),
+            efficiencies=selectors.efficiencies(run=run),
             cost_per_million=selectors.cost_per_million_output_tokens(run=run),
             other_runs=selectors.runs_of(user=run.user, lab=run.lab)
             .exclude(pk=run.pk)

@@ -1,8 +1,11 @@
 """Read-side queries for practice, and access to the parsed question bank."""
 
+import copy
+
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, Max, Q
 
+from core.shared import shared_part
 from questions.models import Attempt, ModelAnswerReveal, Question, QuestionSet, ReviewCard, Rubric
 from questions.review import due_reviews
 
@@ -47,8 +50,14 @@ def attempt_criteria(*, attempt: Attempt) -> list[dict]:
     return attempt.question.spec.get("rubric", [])
 
 
+def _live_sets() -> list[QuestionSet]:
+    return list(QuestionSet.objects.live().annotate(total=Count("questions", filter=Q(questions__retired=False))))
+
+
 def set_list(*, user: AbstractBaseUser | AnonymousUser) -> list[QuestionSet]:
-    sets = list(QuestionSet.objects.live().annotate(total=Count("questions", filter=Q(questions__retired=False))))
+    # The sets and their sizes are the same for everyone (once per content version, core.shared);
+    # copies, because each request marks its own learner's counts on them.
+    sets = [copy.copy(question_set) for question_set in shared_part(name="question-sets", build=_live_sets)]
     if user.is_authenticated:
         answered = dict(
             Attempt.objects.filter(user=user, follow_up="", question__retired=False)
@@ -76,6 +85,23 @@ def questions_in_set(*, question_set: QuestionSet, user: AbstractBaseUser | Anon
     return questions
 
 
+def check_questions(*, slugs: list[str]) -> list[Question]:
+    """A lesson's check questions, live ones only, in the order given (shared by every learner)."""
+    found = {q.slug: q for q in Question.objects.live().filter(slug__in=slugs)}
+    return [found[slug] for slug in slugs if slug in found]
+
+
+def latest_main_attempts(*, user: AbstractBaseUser, question_ids: list[int]) -> dict[int, Attempt]:
+    """The learner's newest main-answer attempt at each of the questions (one query)."""
+    latest: dict[int, Attempt] = {}
+    if not question_ids:
+        return latest
+    attempts = Attempt.objects.filter(user=user, follow_up="", question_id__in=question_ids).order_by("-created_at")
+    for attempt in attempts.only("id", "question_id", "answer", "score", "max_score", "created_at"):
+        latest.setdefault(attempt.question_id, attempt)
+    return latest
+
+
 def lesson_checks(*, user: AbstractBaseUser | AnonymousUser, slugs: list[str]) -> list[dict]:
     """A lesson's in-place checks: each live question in the given order with the learner's latest
     main-answer attempt (None before they answer, and always None for an anonymous visitor)."""
@@ -91,7 +117,7 @@ def lesson_checks(*, user: AbstractBaseUser | AnonymousUser, slugs: list[str]) -
 def set_siblings(*, question: Question) -> list[Question]:
     """The other live questions of the question's set, in the set's order ("Also asked about")."""
     return list(
-        question.question_set.questions.live().exclude(pk=question.pk).only("slug", "prompt", "order")
+        question.question_set.questions.live().exclude(pk=question.pk).only("slug", "prompt", "order", "question_set")
     )
 
 
@@ -127,6 +153,11 @@ def may_see_model_answer(*, user: AbstractBaseUser | AnonymousUser, question: Qu
         Attempt.objects.filter(user=user, question=question, follow_up="").exists()
         or ModelAnswerReveal.objects.filter(user=user, question=question).exists()
     )
+
+
+def revealed_model_answer(*, user: AbstractBaseUser | AnonymousUser, question: Question) -> bool:
+    """Whether the learner chose to see the model answer before attempting (one query)."""
+    return user.is_authenticated and ModelAnswerReveal.objects.filter(user=user, question=question).exists()
 
 
 def questions_by_slug(*, slugs: list[str]) -> list[Question]:

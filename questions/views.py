@@ -7,7 +7,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from courses import selectors as lesson_selectors
+from core.shared import shared_part
 from courses import views as lesson_views
 from courses.selectors import lesson_ref_link, lesson_ref_section
 from labs import selectors as lab_selectors
@@ -37,8 +37,35 @@ def _answer_form(question: Question, data=None, *, follow_up: str = "", answer: 
     return answer_form_for(question=question, data=data, initial=initial)
 
 
+def _question_page(slug: str) -> dict | None:
+    """What every learner's copy of a question page shares (the question, its set's other
+    questions, its lesson and lab links), once per content version (core.shared). Read-only."""
+
+    def build() -> dict | None:
+        question = Question.objects.live().select_related("question_set").filter(slug=slug).first()
+        if question is None:
+            return None
+        return {
+            "question": question,
+            "siblings": selectors.set_siblings(question=question),
+            "lab": lab_selectors.lab_for_slug(slug=question.lab_slug) if question.lab_slug else None,
+            "lesson_link": lesson_ref_link(ref=question.lesson_ref) if question.lesson_ref else None,
+            "lesson_section": lesson_ref_section(ref=question.lesson_ref) if question.lesson_ref else None,
+        }
+
+    return shared_part(name=f"question-page:{slug}", build=build)
+
+
+def _live_question(slug: str) -> Question:
+    page = _question_page(slug)
+    if page is None:
+        raise Http404("No such question")
+    return page["question"]
+
+
 def _question_context(request: HttpRequest, question: Question, *, form=None, follow_up_forms=None) -> dict:
     user = request.user
+    page = _question_page(question.slug) or {}
     # One query for all of the learner's attempts at this question, main answer and follow-ups.
     attempts = list(selectors.attempts_for(user=user, question=question)) if user.is_authenticated else []
     latest_by_follow_up: dict[str, Attempt] = {}
@@ -59,23 +86,23 @@ def _question_context(request: HttpRequest, question: Question, *, form=None, fo
                 "sheet": _mark_sheet(follow_up_latest) if follow_up_latest else None,
             }
         )
-    lab = lab_selectors.lab_for_slug(slug=question.lab_slug) if question.lab_slug else None
     # Anonymous visitors get the public interview-prep page (answer, follow-ups, what gets marked
     # up, the set's other questions); a signed-in learner still answers before seeing the answer.
     public_page = not user.is_authenticated
-    siblings = selectors.set_siblings(question=question)
+    siblings = page["siblings"] if page else selectors.set_siblings(question=question)
     return {
         "question": question,
         "spec": question.spec,
         "form": form or _answer_form(question, answer=latest.answer if latest else ""),
         "latest": latest,
         "sheet": _mark_sheet(latest) if latest else None,
-        "show_model_answer": latest is not None or selectors.may_see_model_answer(user=user, question=question),
+        # With an attempt in hand, only a reveal is left to ask about.
+        "show_model_answer": latest is not None or selectors.revealed_model_answer(user=user, question=question),
         "follow_ups": follow_ups,
         "history": [attempt for attempt in attempts if not attempt.follow_up][:10],
-        "lesson_link": lesson_ref_link(ref=question.lesson_ref) if question.lesson_ref else None,
-        "lesson_section": lesson_ref_section(ref=question.lesson_ref) if question.lesson_ref else None,
-        "lab": lab,
+        "lesson_link": page.get("lesson_link"),
+        "lesson_section": page.get("lesson_section"),
+        "lab": page.get("lab"),
         "public_page": public_page,
         "siblings": siblings,
         "set_total": len(siblings) + 1,
@@ -84,7 +111,7 @@ def _question_context(request: HttpRequest, question: Question, *, form=None, fo
 
 @require_http_methods(["GET", "POST"])
 def question_detail(request: HttpRequest, question_slug: str) -> HttpResponse:
-    question = get_object_or_404(Question.objects.live().select_related("question_set"), slug=question_slug)
+    question = _live_question(question_slug)
     if request.method == "GET":
         return render(request, "questions/question.html", _question_context(request, question))
     if not request.user.is_authenticated:
@@ -250,12 +277,11 @@ def lesson_check(request: HttpRequest, lesson_slug: str, question_slug: str) -> 
     With htmx the check's card is swapped; without JavaScript the browser returns to the check on
     the lesson page. The attempt is an ordinary practice attempt (mark sheet, review schedule).
     """
-    lesson = lesson_selectors.live_lesson(slug=lesson_slug)
-    if lesson is None:
-        raise Http404("No such lesson")
-    if question_slug not in lesson.checks:
+    page = lesson_views.live_lesson_page(lesson_slug)
+    lesson = page["lesson"]
+    question = next((item for item in page["check_questions"] if item.slug == question_slug), None)
+    if question is None:
         raise Http404("That question is not a check in this lesson")
-    question = get_object_or_404(Question.objects.live(), slug=question_slug)
     form = answer_form_for(question=question, data=request.POST, auto_id=f"check-{question.slug}-%s")
     if form.is_valid():
         try:
@@ -269,29 +295,15 @@ def lesson_check(request: HttpRequest, lesson_slug: str, question_slug: str) -> 
         else:
             if not request.htmx:
                 return redirect(f"{lesson.get_absolute_url()}#check-{question.slug}")
-    checks = lesson_views.lesson_checks(request, lesson)
+    learner = lesson_views.learner_state(request, page)
+    checks = lesson_views.lesson_checks(page, learner["latest"])
     check = next(item for item in checks if item["question"].slug == question_slug)
     if form.errors:
         check["form"] = form  # the template's answer_form tag shows this one, errors and all
     if not request.htmx:
-        rendered = lesson_selectors.rendered_lesson(lesson=lesson)
-        context = {
-            "lesson": lesson,
-            "rendered": rendered,
-            "body_parts": lesson_views.body_around_checks(rendered),
-            "checks": checks,
-            **lesson_views.progress_context(request, lesson),
-        }
+        context = lesson_views.lesson_page_context(page, learner, checks=checks)
         return render(request, "courses/lesson.html", context, status=422)
     response = render(request, "courses/lesson.html#lesson-check", {"lesson": lesson, "check": check})
     # The progress panel counts answered checks; refresh it out of band.
-    response.content += render(
-        request,
-        "courses/lesson.html#progress-panel-oob",
-        {
-            "lesson": lesson,
-            "progress": lesson_selectors.lesson_progress(user=request.user, lesson=lesson),
-            **lesson_views.progress_context(request, lesson),
-        },
-    ).content
+    response.content += render(request, "courses/lesson.html#progress-panel-oob", {"lesson": lesson, **learner}).content
     return response

@@ -113,8 +113,12 @@ def isolated_cache(settings):
 @pytest.fixture(autouse=True)
 def fresh_page_caches():
     """Per-process page caches must not carry one test's database state into the next."""
+    from core.shared import forget_local_parts
+    from core.versions import forget_content_version
     from courses import selectors as course_selectors
     from courses import views as course_views
 
     course_views._anonymous_pages.clear()
     course_selectors._LOCAL_RENDER_CACHE.clear()
+    forget_local_parts()
+    forget_content_version()

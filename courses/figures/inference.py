@@ -522,13 +522,14 @@ def prefill_decode_timeline(
     )
     start = prefill.seconds
     for index, step in enumerate(steps):
+        # Alternate colours so neighbouring steps read as separate bars; both are named in the key.
         colour = ORANGE if index % 2 == 0 else PURPLE
-        ax.broken_barh(
-            [(start * ms, step.step_seconds * ms)],
-            (0.2, 0.6),
-            color=colour,
-            label="decode steps (memory-bound)" if index == 0 else None,
-        )
+        label = None
+        if index == 0:
+            label = "decode steps 1, 3, 5, … (memory-bound)"
+        elif index == 1:
+            label = "decode steps 2, 4, 6, …"
+        ax.broken_barh([(start * ms, step.step_seconds * ms)], (0.2, 0.6), color=colour, label=label)
         start += step.step_seconds
     ax.axvline(prefill.seconds * ms, color=GREY, linestyle=":", linewidth=1)
     ax.annotate(

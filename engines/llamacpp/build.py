@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -193,6 +194,7 @@ def ensure_sources(*, version: str = LLAMA_CPP_PYTHON_VERSION) -> Path:
 
 def _download_and_unpack(*, version: str, target: Path) -> None:
     _log(f"downloading llama-cpp-python=={version} sdist (about 75 MB) ...")
+    _write_progress(root=version_root(version=version), phase="downloading sources", log_path=None)
     with tempfile.TemporaryDirectory(dir=target.parent) as scratch_dir:
         scratch = Path(scratch_dir)
         command = [
@@ -273,12 +275,14 @@ def _build(*, root: Path, sources: Path, flags: list[str], jobs: int) -> None:
                 "--target", "llama-server", "-j", str(jobs)]
     _log(f"building llama-server with {jobs} jobs (5-9 minutes on 2 cores); log: {log_path}")
     started = time.monotonic()
+    _write_progress(root=root, phase="compiling", log_path=log_path)
     with log_path.open("w") as log:
         for command in (configure, compile_):
             log.write(f"$ {' '.join(command)}\n")
             log.flush()
             result = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=False)
             if result.returncode != 0:
+                _write_progress(root=root, phase="failed", log_path=log_path)
                 raise BuildError(
                     f"'{' '.join(command[:2])}' failed (exit {result.returncode}); "
                     f"see the end of {log_path}"
@@ -295,7 +299,113 @@ def _build(*, root: Path, sources: Path, flags: list[str], jobs: int) -> None:
     seconds = round(time.monotonic() - started, 1)
     stamp = {"cmake_flags": flags, "cpu": cpu_signature(), "seconds": seconds, "jobs": jobs}
     (root / "build.json").write_text(json.dumps(stamp, indent=2) + "\n")
+    (root / PROGRESS_FILE).unlink(missing_ok=True)
     _log(f"built llama-server in {seconds} s")
+
+
+# Written when a download or build starts, removed when the build succeeds: how the supervisor
+# and the Labs page tell a build in progress (and how far it got) from one that is done.
+PROGRESS_FILE = "build-progress.json"
+# A first build on 2 cores, when no earlier build on this machine says better (5-9 minutes).
+EXPECTED_BUILD_S = 420.0
+# Ninja prints "[12/206] Building CXX object ...", Unix Makefiles "[ 45%] Building ...".
+_NINJA_STEP = re.compile(rb"^\[(\d+)/(\d+)\] ", re.MULTILINE)
+_MAKE_PERCENT = re.compile(rb"^\[\s*(\d+)%\] ", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class BuildProgress:
+    """How far llama-server's build has got, for people waiting on it.
+
+    ``phase`` is "built", "not built", "downloading sources", "compiling" or "failed";
+    ``done``/``total`` count compiled units (Ninja), ``percent`` is theirs or Make's;
+    ``elapsed_s`` since the phase began and ``expected_s`` for the whole build (the last build's
+    time on this machine, else a typical first build on 2 cores).
+    """
+
+    phase: str
+    done: int | None = None
+    total: int | None = None
+    percent: int | None = None
+    elapsed_s: float | None = None
+    expected_s: float = EXPECTED_BUILD_S
+    detail: str = ""
+
+    def describe(self) -> str:
+        if self.phase in {"built", "not built"}:
+            return f"llama-server {self.phase}"
+        parts = [self.phase]
+        if self.done is not None and self.total:
+            parts.append(f"{self.done}/{self.total} units ({self.percent}%)")
+        elif self.percent is not None:
+            parts.append(f"{self.percent}%")
+        if self.elapsed_s is not None:
+            parts.append(f"{_minutes(self.elapsed_s)} elapsed of about {_minutes(self.expected_s)}")
+        if self.detail:
+            parts.append(self.detail)
+        return ", ".join(parts)
+
+
+def _minutes(seconds: float) -> str:
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest:02d} s" if minutes else f"{rest} s"
+
+
+def _write_progress(*, root: Path, phase: str, log_path: Path | None) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    record = {"phase": phase, "started_at": time.time(), "pid": os.getpid(), "log": str(log_path or "")}
+    (root / PROGRESS_FILE).write_text(json.dumps(record) + "\n")
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _compiled_units(log_path: Path) -> tuple[int | None, int | None, int | None]:
+    """(done, total, percent) from the last progress line of the build log's tail."""
+    try:
+        with log_path.open("rb") as log:
+            log.seek(0, os.SEEK_END)
+            log.seek(max(0, log.tell() - 16384))
+            tail = log.read()
+    except OSError:
+        return None, None, None
+    steps = _NINJA_STEP.findall(tail)
+    if steps:
+        done, total = int(steps[-1][0]), int(steps[-1][1])
+        return done, total, round(100 * done / total) if total else None
+    percents = _MAKE_PERCENT.findall(tail)
+    return (None, None, int(percents[-1])) if percents else (None, None, None)
+
+
+def build_progress(*, version: str = LLAMA_CPP_PYTHON_VERSION, now: float | None = None) -> BuildProgress:
+    """Read how the build stands from the files it writes; starts nothing and takes no lock."""
+    root = version_root(version=version)
+    expected = float(_read_stamp(root).get("seconds") or EXPECTED_BUILD_S)
+    try:
+        record = json.loads((root / PROGRESS_FILE).read_text())
+    except (OSError, ValueError):
+        record = None
+    if record is None:
+        built = binary_path(version=version).is_file()
+        return BuildProgress(phase="built" if built else "not built", expected_s=expected)
+    elapsed = max(0.0, (now or time.time()) - float(record.get("started_at", 0)))
+    if record.get("phase") == "failed" or not _alive(int(record.get("pid", 0))):
+        log = record.get("log") or ""
+        return BuildProgress(phase="failed", elapsed_s=elapsed, expected_s=expected, detail=f"see {log}" if log else "")
+    done, total, percent = _compiled_units(Path(record["log"])) if record.get("log") else (None, None, None)
+    return BuildProgress(
+        phase=str(record.get("phase", "compiling")), done=done, total=total, percent=percent,
+        elapsed_s=elapsed, expected_s=expected,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,7 +2,7 @@
 
 from django import template
 
-from courses.inference.units import MISSING, decimal_or_missing, milliseconds_or_missing
+from courses.inference.units import MISSING, decimal_or_missing, milliseconds_or_missing, significant
 
 register = template.Library()
 
@@ -36,3 +36,11 @@ def cache_hits(cache: dict | None) -> str:
     if rate == 0:
         return "0%"
     return f"{rate:.0%}" if rate >= 0.01 else "<1%"
+
+
+@register.filter
+def sig(value) -> str:
+    """A number to three significant figures, as the findings write them (1,234; 12.3; 0.0456)."""
+    if value is None or value == "":
+        return MISSING
+    return significant(value=float(value), digits=3, strip=True)

@@ -261,3 +261,21 @@ def test_deleting_cancels_a_running_run_first_and_the_engine_is_free_for_the_nex
     assert not CohortResult.objects.exists()  # a cancelled run is not a result
     log = worker_log.read_text()
     assert "Traceback" not in log and "IntegrityError" not in log, log[-2000:]
+
+
+def test_the_me_page_is_a_few_queries_however_much_the_learner_did(
+    client, content, user, django_assert_max_num_queries
+):
+    from django.core.management import call_command
+
+    call_command("sync_content")
+    client.force_login(user)
+    for lesson in ("first-lesson", "second-lesson"):
+        client.post(f"/learn/lessons/{lesson}/done/", {"done": "1"})
+    for _ in range(3):
+        client.post("/practice/q/sample-question/", {"answer": "Decode reads all the weights; memory-bound."})
+    client.get("/accounts/me/")
+    # user, finished lessons, recent attempts, attempt count, reviews due, lab runs
+    with django_assert_max_num_queries(6):
+        html = client.get("/accounts/me/").content.decode()
+    assert "First lesson" in html and "Second lesson" in html

@@ -1,6 +1,7 @@
 """`make run`'s supervisor: starts Redis when none answers, the workers and the web server, and
 Ctrl-C leaves nothing running."""
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -9,6 +10,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.conftest import ROOT, free_port
 
@@ -95,3 +97,120 @@ def test_run_starts_redis_workers_and_web_and_ctrl_c_stops_all_of_it(tmp_path):
             raise AssertionError("the web server still answers after Ctrl-C")
         except httpx.ConnectError:
             pass
+
+
+def _site_env(tmp_path, *, redis_port: int, **extra: str) -> dict[str, str]:
+    return {
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if k not in {"DJANGO_SETTINGS_MODULE", "DJANGO_ALLOW_ASYNC_UNSAFE", "DATABASE_URL"}
+        },
+        "PREFILL_VAR_DIR": str(tmp_path),
+        "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
+        **extra,
+    }
+
+
+def _command_lines(pids: set[int]) -> list[str]:
+    lines = []
+    for pid in pids:
+        if _alive(pid):
+            try:
+                lines.append(Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ").strip())
+            except OSError:
+                continue
+    return lines
+
+
+def _wait_for_processes(make: subprocess.Popen, *, wanted: list[str], timeout_s: float) -> set[int]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert make.poll() is None, f"make exited early with code {make.returncode}"
+        tree = _children_of(make.pid)
+        lines = _command_lines(tree)
+        if all(any(word in line for line in lines) for word in wanted):
+            return tree
+        time.sleep(0.5)
+    running = _command_lines(_children_of(make.pid))
+    raise AssertionError(f"not all of {wanted} started within {timeout_s:.0f} s: {running}")
+
+
+def _kill_group_and_expect_nothing_left(make: subprocess.Popen, tree: set[int]) -> float:
+    """`kill -- -PGID` of make; every process it started must be gone within 15 s."""
+    tree = tree | _children_of(make.pid)
+    started = time.monotonic()
+    os.killpg(make.pid, signal.SIGTERM)
+    while time.monotonic() - started < 15:
+        if not [pid for pid in tree if _alive(pid)]:
+            return time.monotonic() - started
+        time.sleep(0.1)
+    left = _command_lines(tree)
+    for pid in tree:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    raise AssertionError(f"still running 15 s after SIGTERM to make's process group: {left}")
+
+
+def test_sigterm_to_the_process_group_of_make_worker_stops_every_celery_process(tmp_path):
+    redis_port = free_port()
+    env = _site_env(tmp_path, redis_port=redis_port)
+    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
+    # -o venv: use the environment the tests run in, never reinstall it.
+    make = subprocess.Popen(
+        ["make", "--no-print-directory", "-o", "venv", "worker"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        tree = _wait_for_processes(make, wanted=["redis-server", "worker -Q default", "beat"], timeout_s=90)
+        # Celery's prefork pool: the worker's own children must go too.
+        time.sleep(3)
+        tree |= _children_of(make.pid)
+        assert len([line for line in _command_lines(tree) if "celery" in line]) >= 3
+        _kill_group_and_expect_nothing_left(make, tree)
+    finally:
+        make.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_sigterm_to_the_process_group_of_make_run_stops_everything_with_the_engine(tmp_path):
+    """`make run` with the local engine: web, workers, beat, Redis, llama-servers all stop."""
+    from engines.check import free_url
+    from engines.llamacpp.build import BuildError, ensure_llama_server
+
+    try:
+        ensure_llama_server()
+    except BuildError as error:
+        pytest.fail(f"llama-server is needed for the local engine and could not be built: {error}")
+    web_port, redis_port = free_port(), free_port()
+    env = _site_env(
+        tmp_path,
+        redis_port=redis_port,
+        PORT=str(web_port),
+        LOCAL_ENGINE_URL=free_url(),
+        LOCAL_ENGINE_BATCHED_URL=free_url(),
+        PREFILL_ENGINE_THREADS="1",
+    )
+    make = subprocess.Popen(
+        ["make", "--no-print-directory", "-o", "venv", "run"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        tree = _wait_for_processes(
+            make, wanted=["redis-server", "llama-server", "worker -Q default", "beat", "gunicorn"], timeout_s=300
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{web_port}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        time.sleep(2)
+        tree |= _children_of(make.pid)
+        assert sum("llama-server" in line for line in _command_lines(tree)) >= 4
+        _kill_group_and_expect_nothing_left(make, tree)
+    finally:
+        make.wait(timeout=30)
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"http://127.0.0.1:{web_port}/healthz", timeout=1)

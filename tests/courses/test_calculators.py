@@ -125,6 +125,23 @@ def test_compute_kv_cache_for_the_lesson_example():
     assert not bad.ok
 
 
+def test_kv_cache_verdict_does_not_say_the_weights_do_not_fit_when_they_do():
+    # Llama 3.1 70B in fp8 on an H100 SXM: 80 GB − 8 GB reserve − 70.55 GB weights leaves
+    # 1.45 GB, less than one 16k-token sequence's 2.684 GB of fp8 cache. The weights fit.
+    for context, per_sequence in ((16384, "2.684 GB"), (32768, "5.369 GB")):
+        result = compute_kv_cache(
+            model="llama-3.1-70b", kv_precision="fp8", context=context, gpu="h100-sxm", precision="fp8"
+        )
+        assert not result.ok
+        assert "weights alone do not fit" not in result.verdict
+        assert result.verdict.startswith(f"Not one sequence of {context:,} tokens fits: the weights leave 1.446 GB")
+        assert f"needs {per_sequence}" in result.verdict
+    too_big = compute_kv_cache(
+        model="llama-3.1-70b", kv_precision="bf16", context=8192, gpu="l4", precision="bf16"
+    )
+    assert too_big.verdict == "The weights alone do not fit: no room for any KV cache."
+
+
 def test_compute_cost_takes_utilisation_in_percent():
     # $2.50 / (2,000 × 0.5 × 3,600) × 10^6 = $0.694.
     result = compute_cost(gpu_price=2.5, tokens_per_s=2000, utilisation=50)

@@ -296,6 +296,23 @@ def test_figures_command_renders_to_a_file(tmp_path):
     assert error.value.returncode == 2
 
 
+def test_lesson_1_timeline_caption_counts_the_decode_steps_drawn_and_the_key_names_both_colours():
+    # 16 output tokens: the first comes out of prefill, so n − 1 = 15 decode steps are drawn.
+    lesson = (ROOT / "courses/content/lessons/how-generation-works.md").read_text()
+    caption = re.search(r"!figure\[([^\]]*)\]\(prefill_decode_timeline [^)]*output_tokens=16\)", lesson)
+    assert caption is not None
+    assert "fifteen equal decode steps" in caption.group(1)
+    assert "sixteen" not in caption.group(1)
+    svg = render_figure(
+        name="prefill_decode_timeline",
+        args={"gpu": "h100-sxm", "model": "llama-3.1-8b", "prompt_tokens": "1024", "output_tokens": "16"},
+        alt="timeline",
+    )
+    assert "each of the 15 decode steps" in svg
+    assert "decode steps 1, 3, 5, … (memory-bound)" in svg
+    assert "decode steps 2, 4, 6, …" in svg
+
+
 def test_moe_weights_read_refuses_a_dense_model():
     with pytest.raises(FigureError, match=r"Llama 3\.1 8B is dense"):
         render_figure(

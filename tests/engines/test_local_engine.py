@@ -161,3 +161,26 @@ def test_stop_leaves_nothing_running(tmp_path):
     for url in (serial_url, batched_url):
         with pytest.raises(httpx.ConnectError):
             httpx.get(f"{url}/health", timeout=2)
+
+
+REAL_MODEL = "smollm2-135m-instruct-q4_1"
+QUESTION = [{"role": "user", "content": "What is the capital of France? One sentence."}]
+
+
+def test_the_real_model_answers_in_english_and_stops_on_its_own(engines):
+    """Chat turns use the model's own template (ChatML from its GGUF): the answer is English and
+    ends with the model's end-of-sequence token long before max_tokens."""
+    answer = httpx.post(f"{engines.serial.url}/v1/chat/completions", timeout=120, json={
+        "model": REAL_MODEL, "messages": QUESTION, "max_tokens": 200, "temperature": 0,
+    }).json()
+    assert answer["choices"][0]["finish_reason"] == "stop"
+    assert answer["usage"]["completion_tokens"] < 200
+    assert "Paris" in answer["choices"][0]["message"]["content"]
+
+
+def test_the_real_model_decodes_exactly_max_tokens_when_forced(engines):
+    answer = httpx.post(f"{engines.batched.url}/v1/chat/completions", timeout=120, json={
+        "model": REAL_MODEL, "messages": QUESTION, "max_tokens": 48, "temperature": 0, "ignore_eos": True,
+    }).json()
+    assert answer["choices"][0]["finish_reason"] == "length"
+    assert answer["usage"]["completion_tokens"] == 48

@@ -1,5 +1,6 @@
-"""Lab charts: valid, titled SVG that names every step; the analyses they draw on (line fit, knee,
-saturation) on known data; a 1,000-request run's chart set renders quickly (timing printed)."""
+"""Lab charts: valid, titled SVG that names every step; a 1,000-request run's chart set renders
+quickly (timing printed). The analyses the charts draw (line fit, knee, saturation) are tested in
+test_analysis."""
 
 from __future__ import annotations
 
@@ -71,7 +72,8 @@ def test_concurrency_chart_marks_the_knee_and_draws_the_bound_only_when_given():
     summary = concurrency_run()
     with_bound = texts_of(parse(charts.main_chart_svg(lab_slug="batching-almost-free", summary=summary, bound=BOUND)))
     without = texts_of(parse(charts.main_chart_svg(lab_slug="batching-almost-free", summary=summary)))
-    assert "knee ≈ 16" in with_bound
+    assert "knee ≈ 32" in with_bound
+    assert "Batching pays until about 32 concurrent requests" in with_bound
     assert "TPOT lower bound at batch 1" in with_bound
     assert "TPOT lower bound" not in without
     for label in ("1", "2", "4", "8", "16", "32", "64"):
@@ -251,52 +253,6 @@ def test_compare_categorical_steps_use_grouped_bars():
     assert "decode tokens/s per step for 2 runs" in title_of(root)
 
 
-# --- analyses on known data -----------------------------------------------------------------
-
-
-def test_linear_fit_recovers_an_exact_line_and_scores_noise_lower():
-    slope, intercept, r2 = charts.linear_fit(xs=[0, 1, 2, 3], ys=[1, 3, 5, 7])
-    assert (slope, intercept, r2) == pytest.approx((2.0, 1.0, 1.0))
-    slope, intercept, r2 = charts.linear_fit(xs=[1, 2, 3, 4], ys=[2, 1, 4, 3])
-    assert slope == pytest.approx(0.6)
-    assert intercept == pytest.approx(1.0)
-    assert r2 == pytest.approx(0.36)
-    assert charts.linear_fit(xs=[1, 2], ys=[5, 5]) == pytest.approx((0.0, 5.0, 1.0))
-
-
-@pytest.mark.parametrize(("xs", "ys"), [([1], [1]), ([2, 2], [1, 3]), ([1, 2], [1])])
-def test_linear_fit_refuses_what_is_not_a_line(xs, ys):
-    with pytest.raises(ValueError):
-        charts.linear_fit(xs=xs, ys=ys)
-
-
-def test_find_knee_on_a_saturating_batch():
-    points = [(1, 100), (2, 195), (4, 380), (8, 720), (16, 1300), (32, 1450), (64, 1500)]
-    tpot = [0.010, 0.0103, 0.0105, 0.0111, 0.0123, 0.0221, 0.0427]
-    assert charts.find_knee(points=points, tpot_s=tpot) == 16
-    # Without measured TPOT it is inferred as concurrency / throughput: same knee.
-    assert charts.find_knee(points=points) == 16
-
-
-def test_find_knee_is_none_while_scaling_or_when_the_engine_never_batched():
-    scaling = [(1, 100), (2, 195), (4, 380), (8, 720)]
-    assert charts.find_knee(points=scaling) is None
-    serial = [(1, 100), (2, 101), (4, 99), (8, 100)]
-    assert charts.find_knee(points=serial, tpot_s=[0.01, 0.01, 0.0101, 0.01]) is None
-    assert charts.find_knee(points=[(4, 100)]) is None
-
-
-def test_find_knee_needs_tpot_growth_beyond_half_as_well_as_flat_throughput():
-    points = [(1, 100), (2, 190), (4, 200)]
-    assert charts.find_knee(points=points, tpot_s=[0.01, 0.0105, 0.014]) is None
-    assert charts.find_knee(points=points, tpot_s=[0.01, 0.0105, 0.02]) == 2
-
-
-def test_saturation_rate_is_the_first_rate_below_the_goodput_threshold():
-    assert charts.saturation_rate(points=[(60, 1.0), (30, 1.0), (120, 0.85), (240, 0.2)]) == 120
-    assert charts.saturation_rate(points=[(30, 0.95), (60, 0.91)]) is None
-
-
 # --- speed ----------------------------------------------------------------------------------
 
 
@@ -335,3 +291,47 @@ def test_a_thousand_request_run_renders_its_three_charts(capsys):
     with capsys.disabled():
         # CPU time too: on a shared machine the wall clock also counts other processes' turns.
         print(f"\n1,000-request run: main + CDF + timeline in {elapsed * 1000:.0f} ms wall, {cpu * 1000:.0f} ms CPU")
+
+
+def slot_limited_step(*, concurrency: int, slots: int, prefill: float = 0.1, tpot: float = 0.01, tokens: int = 20):
+    """`concurrency` requests sent at once to an engine with `slots` slots: the ones beyond the
+    slots wait inside it for the earlier ones to finish, and that wait lands in their TTFT."""
+    service = prefill + (tokens - 1) * tpot
+    return [
+        request(
+            index=i,
+            send=0.0,
+            ttft=prefill + (i // slots) * service,
+            tpot=tpot,
+            tokens=tokens,
+            params={"concurrency": concurrency},
+        )
+        for i in range(concurrency)
+    ]
+
+
+def test_timeline_shows_the_wait_for_a_server_slot_as_its_own_colour_and_says_how_it_was_found():
+    records = [
+        r.to_dict() for r in slot_limited_step(concurrency=1, slots=4) + slot_limited_step(concurrency=8, slots=4)
+    ]
+    bars, method = charts._server_waits(bars=charts._timeline_bars(records=records), server_slots=4)
+    waits = sorted(round(b.server_wait, 3) for b in bars)
+    # 4 of the 8 at concurrency 8 waited one full service time (0.1 + 19 × 0.01 = 0.29 s).
+    assert waits == [0.0] * 5 + [0.29] * 4
+    assert "median TTFT with a slot free (100 ms)" in method
+    text = texts_of(parse(charts.timeline_svg(records=records, server_slots=4)))
+    assert "waiting inside the engine" in text
+    assert "prefill (rest of TTFT)" in text
+    assert "4 requests waited inside the engine before its prefill began (longest 290 ms)" in text
+    # Without a known slot count nothing is guessed: the old three colours, TTFT as prefill.
+    plain = texts_of(parse(charts.timeline_svg(records=records)))
+    assert "waiting inside the engine" not in plain and "prefill (TTFT)" in plain
+
+
+def test_timeline_uses_the_engines_own_prefill_time_where_it_reports_one():
+    records = [r.to_dict() for r in slot_limited_step(concurrency=2, slots=1)]
+    for record in records:
+        record["server"] = {"source": "llamacpp_timings", "prefill_s": 0.1, "decode_s": 0.19, "output_tokens": 20}
+    bars, method = charts._server_waits(bars=charts._timeline_bars(records=records), server_slots=None)
+    assert sorted(round(b.server_wait, 3) for b in bars) == [0.0, 0.29]
+    assert method == "inside the engine: TTFT minus the prefill time the engine reported"

@@ -7,6 +7,7 @@ Runs are built from synthetic RequestRecords passed through the measurement libr
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
 import pytest
@@ -456,12 +457,75 @@ def test_decode_above_the_bound_mentions_chunk_counting():
 # --- batching-almost-free -------------------------------------------------------------------
 
 
+def aggregate_run(aggregate: dict[int, float], *, tokens: int = 128, ttft: float = 0.01) -> dict[str, Any]:
+    """A closed-loop concurrency sweep whose aggregate output tokens/s per level is as given."""
+    steps = []
+    for c, target in aggregate.items():
+        tpot = (c * tokens / target - ttft) / (tokens - 1)
+        steps.append(
+            (c, closed_loop(params={"concurrency": c}, concurrency=c, waves=2, ttft=ttft, tpot=tpot, tokens=tokens))
+        )
+    return run_summary(sweep_param="concurrency", steps=steps)
+
+
 def test_batching_engine_rises_and_has_a_knee():
-    findings = by_id(evaluate(lab_slug="batching-almost-free", summary=concurrency_run()))
+    summary = concurrency_run()
+    findings = by_id(evaluate(lab_slug="batching-almost-free", summary=summary))
     assert findings["aggregate-rises"].ok
     assert findings["tpot-slower-than-concurrency"].ok
-    assert findings["knee"].title == "The knee is at about 16 concurrent requests"
-    assert "25%" in findings["knee"].detail and "50%" in findings["knee"].detail
+    knee = findings["knee"]
+    # Peak at 64; 32 is the lowest level within 90 % of it, 16 is not.
+    assert knee.title == "The knee is at about 32 concurrent requests"
+    assert "peaked at" in knee.detail and "at concurrency 64" in knee.detail
+    assert "lowest level reaching 90% of that peak" in knee.detail
+    assert "while concurrency 16 reached" in knee.detail
+
+
+def test_knee_on_noisy_non_monotonic_data_is_where_throughput_reaches_90_percent_of_its_peak():
+    # The local batched engine's shape: 1 -> 2 buys little (noise), 4 peaks, 8 and 16 wait for
+    # slots. A step-by-step rule called the knee 1 and compared concurrency 1 with itself.
+    summary = aggregate_run({1: 320.0, 2: 380.0, 4: 540.0, 8: 520.0, 16: 500.0})
+    findings = by_id(evaluate(lab_slug="batching-almost-free", summary=summary))
+    knee = findings["knee"]
+    assert knee.title == "The knee is at about 4 concurrent requests"
+    assert "peaked at 540 tokens/s at concurrency 4" in knee.detail
+    assert "while concurrency 2 reached 380 tokens/s (70%)" in knee.detail
+    assert "1: 320 tokens/s, 2: 380 tokens/s, 4: 540 tokens/s, 8: 520 tokens/s, 16: 500 tokens/s" in knee.detail
+    tpot = findings["tpot-slower-than-concurrency"].detail
+    assert tpot.startswith("From concurrency 1 to 4 (×4)")
+    for finding in findings.values():
+        assert not re.search(r"from concurrency (\d+) to \1\b", finding.detail, re.IGNORECASE)
+        assert "about 1 concurrent" not in finding.title
+
+
+def test_the_local_batched_engines_recorded_run_rises_to_its_slot_count_and_names_that_knee():
+    # Aggregate tokens/s per level as the browser test measured them on the local batched
+    # llama.cpp engine (4 slots, 60M F16, 1 thread): the peak at 4, lower at 8 and 16. Judged at
+    # the last level (×1.3) the run "did not rise"; judged at its peak it rose ×1.75.
+    summary = aggregate_run({1: 220.0, 2: 225.7, 4: 385.7, 8: 329.2, 16: 286.7})
+    findings = by_id(evaluate(lab_slug="batching-almost-free", summary=summary))
+    rises = findings["aggregate-rises"]
+    assert rises.ok
+    assert rises.detail.startswith(
+        "Aggregate output went 220 tokens/s -> 386 tokens/s (×1.8) from concurrency 1 to 4, its peak, "
+        "(×4 the concurrency)"
+    )
+    assert "above it, at concurrency 16, it fell back to 287 tokens/s" in rises.detail
+    assert findings["knee"].title == "The knee is at about 4 concurrent requests"
+
+
+def test_a_high_step_before_the_peak_is_the_knee_only_when_within_90_percent():
+    summary = aggregate_run({1: 300.0, 2: 560.0, 4: 600.0, 8: 610.0})
+    assert by_id(evaluate(lab_slug="batching-almost-free", summary=summary))["knee"].title == (
+        "The knee is at about 2 concurrent requests"
+    )
+
+
+def test_still_rising_at_the_top_of_the_sweep_has_no_knee_and_says_so_with_the_numbers():
+    summary = aggregate_run({1: 100.0, 2: 195.0, 4: 380.0, 8: 720.0})
+    knee = by_id(evaluate(lab_slug="batching-almost-free", summary=summary))["knee"]
+    assert knee.title == "No knee within this sweep"
+    assert "still rising at the highest level: 720 tokens/s at concurrency 8" in knee.detail
 
 
 def test_one_at_a_time_engine_is_named():
@@ -469,7 +533,8 @@ def test_one_at_a_time_engine_is_named():
     finding = findings["aggregate-rises"]
     assert not finding.ok
     assert "this engine serves one request at a time" in finding.detail
-    assert "knee" not in findings
+    # The chart's knee, named the same way: concurrency never paid.
+    assert findings["knee"].title == "No gain from concurrency: 1 already gives 100% of the peak"
 
 
 # --- continuous-batching --------------------------------------------------------------------
@@ -551,7 +616,7 @@ def test_fewer_bits_slower_explains_dequantisation():
     finding = by_id(evaluate(lab_slug="quantization", summary=summary))["fewer-bits-faster"]
     assert not finding.ok
     assert "tiny-q4_0 (4 bits) 60.0 tokens/s vs tiny-f16 (16 bits) 90.0 tokens/s" in finding.detail
-    assert "dequantisation" in finding.detail
+    assert "quantizes the activations to 8 bits" in finding.detail
 
 
 @pytest.mark.parametrize(
@@ -586,6 +651,9 @@ def test_errors_are_named_by_kind_with_counts():
 def test_small_samples_warn_about_p99_and_enough_samples_do_not():
     small = by_id(evaluate(lab_slug="decode-speed-of-light", summary=decode_run(tpot=0.01)))
     assert "n = 8" in small["small-sample"].detail
+    # A caveat, not a failed check: the labs' own defaults send fewer than 100 requests.
+    assert small["small-sample"].title == "P99 not meaningful (n < 100)"
+    assert small["small-sample"].note and small["small-sample"].ok
     big = run_summary(
         sweep_param=None,
         steps=[(None, sequential(params={}, n=120, ttft=0.05, tpot=0.01, tokens=8))],

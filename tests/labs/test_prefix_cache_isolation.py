@@ -19,8 +19,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 # 5 ms + 0.2 ms per uncached prompt token: 1,024 tokens take ~210 ms to prefill, ~5 ms if cached.
 ENGINE = ("--prefix-cache", "--ttft-ms", "5", "--ttft-per-prompt-token-ms", "0.2", "--gap-ms", "1")
 PROMPT_LENGTH_PARAMS = {"prompt_tokens": [64, 1024], "max_tokens": 4, "repeats": 3}
-PREFIX_PARAMS = {"shared_prefix": [0, 1], "prompt_tokens": 1024, "shared_prefix_tokens": 992, "max_tokens": 4,
-                 "repeats": 4}
+PREFIX_PARAMS = {
+    "shared_prefix": [0, 1],
+    "prompt_tokens": 1024,
+    "shared_prefix_tokens": 992,
+    "max_tokens": 4,
+    "repeats": 4,
+}
 
 
 def _step(run: LabRun, key: str) -> dict:
@@ -92,9 +97,15 @@ def test_hits_beyond_the_template_are_flagged_as_a_threat_on_a_lab_not_about_cac
             "summary": {
                 "requests": {"total": 3, "succeeded": 3, "failed": 0, "cancelled": 0, "warmup": 0},
                 "ttft_s": {"p50": 0.02, "p95": 0.03, "p99": 0.03, "n": 3},
-                "prefix_cache": {"source": "engine /metrics counters", "cached_tokens": cached,
-                                 "prompt_tokens": 3072, "hit_rate": cached / 3072, "template_tokens": 0,
-                                 "beyond_template_tokens": cached, "beyond_template_rate": cached / 3072},
+                "prefix_cache": {
+                    "source": "engine /metrics counters",
+                    "cached_tokens": cached,
+                    "prompt_tokens": 3072,
+                    "hit_rate": cached / 3072,
+                    "template_tokens": 0,
+                    "beyond_template_tokens": cached,
+                    "beyond_template_rate": cached / 3072,
+                },
             },
         }
 

@@ -358,14 +358,14 @@ def execute(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         err.write(f"error: {args.base_url} is not reachable or serves no known API\n")
         return EXIT_FAILED
     bar = ProgressBar(err, enabled=not args.quiet and _isatty(err))
-    cancel = threading.Event()
-    previous = _install_interrupt(cancel, err)
+    interrupt = _Interrupt(err)
+    previous = interrupt.install()
     try:
         result = measure(
             target=target,
             spec=spec,
             on_progress=bar.update,
-            cancel=cancel,
+            cancel=interrupt.seen,
             engine=found.to_dict() if found is not None else None,
         )
     finally:
@@ -386,17 +386,34 @@ def _isatty(stream: TextIO) -> bool:
     return bool(isatty and isatty())
 
 
-def _install_interrupt(cancel: threading.Event, err: TextIO) -> Any:
-    if threading.current_thread() is not threading.main_thread():
-        return None
+class _Interrupt:
+    """Ctrl-C once: finish cleanly with what was measured; twice: abort.
 
-    def on_interrupt(signum: int, frame: Any) -> None:
-        if cancel.is_set():
+    The handler only sets a flag or raises (a handler that took a lock, as ``Event.set()``
+    does, could deadlock against the code it interrupted); the runner polls ``seen``, which
+    also prints the notice, from an ordinary thread.
+    """
+
+    def __init__(self, err: TextIO) -> None:
+        self.err = err
+        self.requested = False
+        self._announced = False
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.requested:
             raise KeyboardInterrupt
-        err.write("\nstopping (Ctrl-C again to abort)...\n")
-        cancel.set()
+        self.requested = True
 
-    return signal.signal(signal.SIGINT, on_interrupt)
+    def seen(self) -> bool:
+        if self.requested and not self._announced:
+            self._announced = True
+            self.err.write("\nstopping (Ctrl-C again to abort)...\n")
+        return self.requested
+
+    def install(self) -> Any:
+        if threading.current_thread() is not threading.main_thread():
+            return None
+        return signal.signal(signal.SIGINT, self._handle)
 
 
 def _restore_interrupt(previous: Any) -> None:

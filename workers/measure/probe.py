@@ -35,6 +35,8 @@ class ProbeResult:
     ignore_eos: bool | None = None
     tokenize: str | None = None
     metrics: str | None = None
+    # Requests the engine runs at once, where it says (llama.cpp /props total_slots).
+    server_slots: int | None = None
     errors: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
 
@@ -131,6 +133,8 @@ async def probe(
         elif isinstance(props, dict) and ("build_info" in props or "total_slots" in props):
             result.engine = "llamacpp"
             result.engine_version = str(props.get("build_info") or "") or None
+            slots = props.get("total_slots")
+            result.server_slots = slots if isinstance(slots, int) and slots > 0 else None
         elif isinstance(vllm_version, dict) and vllm_version.get("version"):
             result.engine, result.engine_version = "vllm", str(vllm_version["version"])
         elif metrics == "vllm":

@@ -29,6 +29,10 @@ COUNTERS: dict[str, dict[str, str]] = {
         "queue_time_sum_s": "vllm:request_queue_time_seconds_sum",
         "queue_time_count": "vllm:request_queue_time_seconds_count",
         "preemptions": "vllm:num_preemptions_total",
+        # The engine's own TTFT (request arrival to first token, no network or client parsing):
+        # a check on the client's figure.
+        "ttft_sum_s": "vllm:time_to_first_token_seconds_sum",
+        "ttft_count": "vllm:time_to_first_token_seconds_count",
     },
     "llamacpp": {
         "prompt_tokens": "llamacpp:prompt_tokens_total",
@@ -128,6 +132,9 @@ class ServerMetrics:
         count = deltas.get("queue_time_count")
         if count:
             derived["mean_queue_time_s"] = deltas.get("queue_time_sum_s", 0.0) / count
+        ttft_count = deltas.get("ttft_count")
+        if ttft_count:
+            derived["mean_ttft_s"] = deltas.get("ttft_sum_s", 0.0) / ttft_count
         return {
             "dialect": self.dialect,
             "available": True,

@@ -2,7 +2,7 @@
 
 The hardware spec is measured on this machine (memory bandwidth by a large copy), so the speed-of-
 light bound a lab shows is this machine's real bound; the model bytes come from the generated
-models' manifest.
+models' manifest and from the real models' GGUF files (engines/real_models.py).
 """
 
 import json
@@ -14,10 +14,13 @@ from django.core.management.base import BaseCommand, CommandError
 
 from engines.hwprobe import probe_hardware
 from engines.llamacpp.models import DEFAULT_MODEL, read_manifest
+from engines.local import BATCHED_SLOTS
+from engines.real_models import read_real_models
 from labs.targets import Hardware, upsert_target
 
 SERIAL_NAME = "Local CPU - llama.cpp, one at a time"
 BATCHED_NAME = "Local CPU - llama.cpp, batched"
+VLLM_NAME = "Local CPU - vLLM"
 CPU_LIMITS = {
     "max_concurrency": 16,
     "max_prompt_tokens": 2048,
@@ -33,19 +36,30 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--reprobe", action="store_true", help="Measure the hardware again")
+        parser.add_argument(
+            "--vllm", action="store_true", help="Also register vLLM's CPU build (python -m engines.vllm serve)"
+        )
 
-    def handle(self, *args, reprobe: bool, **options) -> None:
+    def handle(self, *args, reprobe: bool, vllm: bool = False, **options) -> None:
         models = read_manifest()
         if not models:
             raise CommandError("No generated models found; run `python -m engines.llamacpp.models` (make engine does).")
         names = sorted((m.name for m in models), key=lambda name: (name != DEFAULT_MODEL, name))
+        reals = read_real_models()
         hardware = self._hardware(reprobe=reprobe)
+        model_bytes = {m.name: float(m.weight_bytes_per_token) for m in models}
+        model_bytes |= {r.name: float(r.weight_bytes_per_token) for r in reals}
+        served = (
+            f" Generated models ({len(names)}): real timings, synthetic text."
+            + "".join(f" Real model: {r.title}, {r.licence}, from PyPI {r.package}." for r in reals)
+        )
         common = {
             "kind": "llamacpp",
-            "models": names,
+            "models": names + [r.name for r in reals],
             "hardware": hardware,
             "synthetic_text": True,
-            "model_bytes": {m.name: float(m.weight_bytes_per_token) for m in models},
+            "real_models": [r.name for r in reals],
+            "model_bytes": model_bytes,
             "limits": CPU_LIMITS,
             # Both servers run on this machine's CPU: a run on one must not overlap a run on the other.
             "hardware_group": "local-cpu",
@@ -55,17 +69,55 @@ class Command(BaseCommand):
             base_url=os.environ.get("LOCAL_ENGINE_URL", "http://127.0.0.1:8011"),
             description=(
                 "llama-server on this machine's CPU with --parallel 1: requests wait their turn, like Ollama's default."
+                + served
             ),
             **common,
         )
         batched = upsert_target(
             name=BATCHED_NAME,
             base_url=os.environ.get("LOCAL_ENGINE_BATCHED_URL", "http://127.0.0.1:8012"),
-            description="llama-server on this machine's CPU with --parallel 4 and continuous batching.",
+            description=f"llama-server on this machine's CPU with --parallel {BATCHED_SLOTS} and continuous batching."
+            + served,
             **common,
         )
-        for target in (serial, batched):
-            self.stdout.write(f"{target.name}: {target.base_url} ({len(names)} models, queue {target.queue_name})")
+        # The slot counts engines/local.py starts the servers with: the lab page states them.
+        for target, slots in ((serial, 1), (batched, BATCHED_SLOTS)):
+            target.capabilities = {**(target.capabilities or {}), "server_slots": slots}
+            target.save(update_fields=["capabilities"])
+        targets = [serial, batched]
+        if vllm:
+            targets.append(self._register_vllm(hardware=hardware))
+        for target in targets:
+            count = len(target.model_names)
+            self.stdout.write(f"{target.name}: {target.base_url} ({count} models, queue {target.queue_name})")
+
+    def _register_vllm(self, *, hardware: Hardware):
+        from engines.vllm import VLLM_CPU_VERSION
+        from engines.vllm.server import MODEL_NAME, MODEL_TITLE, model_dir, vllm_url
+
+        weights = model_dir() / "model.safetensors"
+        if not weights.is_file():
+            raise CommandError(
+                "vLLM's model is not prepared; run `python -m engines.vllm prepare` (make engine-vllm does)."
+            )
+        return upsert_target(
+            name=VLLM_NAME,
+            kind="vllm",
+            base_url=vllm_url(),
+            models=[MODEL_NAME],
+            hardware=hardware,
+            synthetic_text=False,
+            real_models=[MODEL_NAME],
+            # Tied embeddings: a decode step reads every weight (the table doubles as the output layer).
+            model_bytes={MODEL_NAME: float(weights.stat().st_size)},
+            limits=CPU_LIMITS,
+            # Same CPU as the llama.cpp targets: a run on one must not overlap a run on another.
+            hardware_group="local-cpu",
+            description=(
+                f"vllm-cpu {VLLM_CPU_VERSION} (vLLM's CPU build) on this machine's CPU: continuous batching, "
+                f"prefix caching, up to 16 sequences. Real model: {MODEL_TITLE}, Apache-2.0."
+            ),
+        )
 
     def _hardware(self, *, reprobe: bool) -> Hardware:
         cache = Path(settings.VAR_DIR) / "hardware.json"

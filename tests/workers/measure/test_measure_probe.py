@@ -82,3 +82,10 @@ def test_server_metrics_deltas_show_prefix_cache_hits_for_a_shared_prefix(make_t
     assert unique.server_metrics["derived"]["prefix_cache_hit_rate"] == 0.0
     # A cached prefix skips most of the prefill, so TTFT drops.
     assert shared.summary["ttft_s"]["p50"] < unique.summary["ttft_s"]["p50"] - 0.015
+
+
+def test_probe_reads_the_llamacpp_slot_count_and_no_other_engine_invents_one():
+    with run_in_thread(EngineConfig(flavor="llamacpp", ttft_ms=1.0, gap_ms=1.0, max_concurrency=4)) as server:
+        assert asyncio.run(probe(base_url=server.base_url)).server_slots == 4
+    with run_in_thread(EngineConfig(flavor="vllm", ttft_ms=1.0, gap_ms=1.0, max_concurrency=4)) as server:
+        assert asyncio.run(probe(base_url=server.base_url)).server_slots is None

@@ -1,0 +1,5 @@
+import sys
+
+from engines.vllm.server import main
+
+sys.exit(main())

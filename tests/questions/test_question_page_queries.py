@@ -1,0 +1,74 @@
+"""The signed-in question page: its shared part (question, set siblings, lesson and lab links)
+is built once per content version; the learner's own part is a bounded number of queries."""
+
+import pytest
+from django.core.management import call_command
+
+URL = "/practice/q/sample-question/"
+# user, the learner's attempts at this question, and whether they revealed the model answer.
+SIGNED_IN_QUESTION_QUERIES = 3
+
+
+@pytest.fixture
+def synced(content, db):
+    call_command("sync_content")
+
+
+def test_a_signed_in_question_page_is_a_few_queries_and_shows_the_learners_own_attempts(
+    client, synced, make_user, django_assert_max_num_queries
+):
+    ada, grace = make_user("ada"), make_user("grace")
+    client.force_login(ada)
+    client.get(URL)
+    client.post(URL, {"answer": "Decode reads all the weights every step; memory bandwidth is the limit."})
+    client.force_login(grace)
+    with django_assert_max_num_queries(SIGNED_IN_QUESTION_QUERIES) as queries:
+        html = client.get(URL).content.decode()
+    assert 'FROM "questions_question"' not in " ".join(query["sql"] for query in queries.captured_queries)
+    assert "Why is decode memory-bound?" in html
+    assert 'href="/labs/sample-lab/"' in html and 'href="/learn/lessons/first-lesson/#the-loop"' in html
+    assert 'id="feedback"' not in html  # Grace has not answered: no mark sheet, no model answer
+    client.force_login(ada)
+    with django_assert_max_num_queries(SIGNED_IN_QUESTION_QUERIES):
+        html = client.get(URL).content.decode()
+    assert 'id="feedback"' in html  # Ada's own mark sheet
+
+
+def test_a_changed_question_shows_after_sync_content(client, synced, content, user):
+    client.force_login(user)
+    assert "Why is decode memory-bound?" in client.get(URL).content.decode()
+    questions = content["questions"] / "sample-set.toml"
+    questions.write_text(questions.read_text().replace("Why is decode memory-bound?", "Why is decode slow?"))
+    call_command("sync_content")
+    assert "Why is decode slow?" in client.get(URL).content.decode()
+
+
+def test_an_unknown_question_is_not_found(client, synced, user):
+    client.force_login(user)
+    assert client.get("/practice/q/no-such-question/").status_code == 404
+    assert client.post("/practice/q/no-such-question/", {"answer": "x"}).status_code == 404
+
+
+def test_the_review_queue_is_a_few_queries_however_many_cards_are_due(
+    client, synced, user, django_assert_max_num_queries
+):
+    client.force_login(user)
+    client.post(URL, {"answer": "Decode reads all the weights every step."})  # a wrong-ish answer: a card
+    client.get("/practice/review/")
+    # user, cards due today (with their questions), upcoming cards
+    with django_assert_max_num_queries(3):
+        html = client.get("/practice/review/").content.decode()
+    assert "Why is decode memory-bound?" in html
+
+
+def test_the_practice_index_shares_the_sets_and_counts_the_learners_own_answers(
+    client, synced, make_user, django_assert_max_num_queries
+):
+    ada, grace = make_user("ada"), make_user("grace")
+    client.force_login(ada)
+    client.post(URL, {"answer": "Decode reads all the weights every step."})
+    assert "1 answered" in client.get("/practice/").content.decode()
+    client.force_login(grace)
+    with django_assert_max_num_queries(2):  # user, the learner's answered questions per set
+        html = client.get("/practice/").content.decode()
+    assert "Sample set" in html and "0 answered" in html
