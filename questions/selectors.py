@@ -299,7 +299,8 @@ def set_progress(*, user: AbstractBaseUser) -> list[dict]:
     for attempt in latest.values():
         by_set.setdefault(attempt.question.question_set_id, []).append(attempt)
     rows = []
-    for question_set in set_list(user=user):
+    # The sets and their sizes are shared by everyone (core.shared); the learner's part is above.
+    for question_set in shared_part(name="question-sets", build=_live_sets):
         answered = by_set.get(question_set.pk, [])
         tally: dict[str, list[float]] = {}  # earns -> [share of points earned, ...]
         for attempt in answered:
