@@ -124,22 +124,30 @@ def test_grading_report_text_and_json():
     assert 0.9 <= data["overall_agreement"] <= 1.0
 
 
-def test_grading_report_shows_round_threes_first_run_next_to_today():
+def test_grading_report_shows_each_blind_rounds_first_run_next_to_today():
     text = run("grading_report")
     lines = text.splitlines()
     header = next(line for line in lines if "development now" in line)
     assert header.split() == [
         "development", "now", "heldout", "now", "heldout2", "now",
-        "heldout3", "1st", "run", "heldout3", "now",
+        "heldout3", "1st", "run", "heldout3", "now", "heldout4", "1st", "run", "heldout4", "now",
     ]
     rows = {line[:36].strip(): line[36:].split() for line in lines if line[:36].strip()}
-    # The first run as recorded in round.json: 16 of 42 misconception answers flagged and
-    # held to 50%, 80% of criterion decisions agreed, kappa 0.59.
-    assert rows["misconception (flagged and <= 50%)"][-4:-2] == ["16/42", "38%"]
-    assert rows["criterion agreement"][-2] == "80%"
-    assert rows["Cohen's kappa (met/not met)"][-2] == "0.59"
+    columns = ["development", "heldout", "heldout2", "heldout3 1st", "heldout3 now", "heldout4 1st", "heldout4 now"]
+    misconception = rows["misconception (flagged and <= 50%)"]
+    agreement = rows["criterion agreement"]
+    kappa = rows["Cohen's kappa (met/not met)"]
+    assert len(misconception) == 2 * len(columns) and len(agreement) == len(kappa) == len(columns)
+    # The first runs as recorded in round.json. Round 3: 16 of 42 misconception answers flagged and
+    # held to 50%, 80% of criterion decisions agreed, kappa 0.59. Round 4: 25 of 58, 80%, 0.59.
+    third, fourth = columns.index("heldout3 1st"), columns.index("heldout4 1st")
+    assert misconception[2 * third : 2 * third + 2] == ["16/42", "38%"]
+    assert misconception[2 * fourth : 2 * fourth + 2] == ["25/58", "43%"]
+    assert agreement[third] == agreement[fourth] == "80%"
+    assert kappa[third] == kappa[fourth] == "0.59"
     assert "heldout3: development; blind, by a writer" in text
     assert "first run 2026-12-01 14:28 UTC at 81dc6a99cc46" in text
+    assert "first run 2026-12-01 15:29 UTC at 1d628ea0dfb2" in text
 
 
 LABELLED = """question = "inference-bottleneck"
