@@ -83,7 +83,14 @@ def test_run_on_the_local_engine_watch_progress_read_results_export_rerun_and_co
     rows = list(csv.DictReader(saved.read_text().splitlines()))
     measured = [row for row in rows if row["warmup"] == "False"]
     assert len(rows) == 7 and len(measured) == 6
-    assert {row["output_tokens"] for row in measured} == {"16", "256"}  # exactly what was asked
+    produced = [int(row["output_tokens"]) for row in measured]
+    if set(produced) == {16, 256}:
+        pass  # exactly what was asked
+    else:
+        # The real model now and then ends a forced answer early through a stop its chat template
+        # adds (seen: 223 of 256); the page must then say so instead of presenting it as forced.
+        assert all(p <= 256 for p in produced) and 16 in produced, produced
+        assert page.get_by_text("Output was shorter than asked").is_visible()
 
     page.get_by_role("link", name="Run again with these parameters").click()
     assert page.get_by_label("Output lengths (max_tokens)").input_value() == "16, 256"

@@ -26,7 +26,7 @@ def queue_a_run(page, site_url: str) -> None:
 def test_staff_registers_and_probes_a_target_watches_the_queue_cancels_a_run_and_sees_the_cohort(
     live_site, open_page, course, scripted_engine, celery_worker, make_user
 ):
-    engine_url = scripted_engine("--ttft-ms", "20", "--gap-ms", "4")
+    engine_url = scripted_engine("--flavor", "vllm", "--ttft-ms", "20", "--gap-ms", "4")
     make_user("instructor", password="prefill-decode-bandwidth-9", is_staff=True, is_superuser=True)
     make_user("learner", password="prefill-decode-bandwidth-9")
 

@@ -24,6 +24,10 @@ from tests.conftest import ROOT, free_port
 from tests.service_fixtures import stop_process_group, wait_for
 
 CSRF_FIELD = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
+# A lab form's pre-filled fields, as a browser would send them (Django renders name before value).
+PREFILLED_INPUT = re.compile(r'<input[^>]*\bname="(param_[^"]+)"[^>]*\bvalue="([^"]*)"')
+PARAM_SELECT = re.compile(r'<select[^>]*\bname="(param_[^"]+)"[^>]*>(.*?)</select>', re.S)
+SELECTED_OPTION = re.compile(r'<option value="([^"]*)"[^>]*\bselected\b')
 
 
 class Browser:
@@ -49,7 +53,14 @@ class Browser:
         assert response.url.path == "/accounts/me/", response.text[:500]
 
     def queue_run(self, *, lab: str, target_id: int, **params) -> int:
-        data = {"target": str(target_id), "prediction": "TTFT flat, total time grows with output"}
+        """Post the lab's form as a browser would: the page's own pre-filled values, then ours."""
+        page = self.http.get(f"/labs/{lab}/?target={target_id}").text
+        data = {name: value for name, value in PREFILLED_INPUT.findall(page) if name.startswith("param_")}
+        for name, options in PARAM_SELECT.findall(page):
+            chosen = SELECTED_OPTION.search(options)
+            if chosen:
+                data[name] = chosen.group(1)
+        data.update({"target": str(target_id), "prediction": "TTFT flat, total time grows with output"})
         data.update({f"param_{name}": value for name, value in params.items()})
         response = self.submit(f"/labs/{lab}/", data)
         match = re.search(r"/labs/runs/(\d+)/", str(response.url))
