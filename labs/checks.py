@@ -946,8 +946,12 @@ def _generic(*, param: str | None, steps: list[StepView], overall: Mapping[str, 
     for step in steps:
         asked = as_number(step.value) if param == "max_tokens" else None
         produced = stat(summary=step.summary, metric="output_tokens")
+        shortest = stat(summary=step.summary, metric="output_tokens", key="min")
         if asked and produced is not None and produced < OUTPUT_FORCED_FRACTION * asked:
             short.append(f"{step.key}: output tokens P50 = {_n(produced)} of {_n(asked)} asked")
+        elif asked and shortest is not None and shortest < asked:
+            # One short answer hides under a P50 that reached the cap; it still is not what was asked.
+            short.append(f"{step.key}: the shortest output was {_n(shortest)} of {_n(asked)} asked")
     mismatched = (overall.get("warnings_by_kind") or {}).get("length_mismatch", 0)
     if short or mismatched:
         parts = list(short)

@@ -32,7 +32,10 @@ def scripted_target(engine_process):
     def make(*engine_args: str):
         engine = engine_process(*engine_args)
         sync_labs(content_dir=settings.BASE_DIR / "labs" / "content")
-        return upsert_target(name="Scripted GPU", kind="vllm", base_url=engine.url, models=["scripted"])
+        # The scripted engine writes meaningless words: a generated model, served plain completions.
+        return upsert_target(
+            name="Scripted GPU", kind="vllm", base_url=engine.url, models=["scripted"], synthetic_text=True
+        )
 
     return make
 

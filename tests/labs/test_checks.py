@@ -683,3 +683,24 @@ def test_an_empty_summary_reports_that_nothing_was_measured():
     findings = by_id(evaluate(lab_slug="prefix-caching", summary={}))
     assert set(findings) == {"no-results"}
     assert "No measured request" in findings["no-results"].detail
+
+
+def test_one_short_answer_under_a_p50_at_the_cap_is_still_flagged():
+    """A real model that ends one of three forced answers early (223 of 256) leaves P50 at 256;
+    the page must still say the output was not what was asked."""
+    from labs.checks import evaluate
+
+    def step(asked: int, shortest: int) -> dict:
+        summary = {
+            "requests": {"total": 3, "succeeded": 3, "failed": 0, "cancelled": 0, "warmup": 0},
+            "ttft_s": {"p50": 0.1, "p95": 0.1, "p99": 0.1, "n": 3},
+            "output_tokens": {"p50": asked, "min": shortest, "max": asked, "n": 3},
+        }
+        return {"key": f"max_tokens={asked}", "params": {"max_tokens": asked}, "summary": summary}
+
+    steps = [step(16, 16), step(256, 223)]
+    summary = {"overall": steps[1]["summary"], "sweep_param": "max_tokens", "steps": steps}
+    short = next(f for f in evaluate(lab_slug="ttft-vs-output-length", summary=summary) if f.id == "output-short")
+    assert short.title == "Output was shorter than asked"
+    assert "max_tokens=256: the shortest output was 223 of 256 asked" in short.detail
+    assert "max_tokens=16" not in short.detail
