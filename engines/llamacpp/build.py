@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -29,10 +28,10 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from engines.filelock import locked
 from engines.llamacpp import LLAMA_CPP_PYTHON_VERSION
 
 INSTALL_HINT = (
@@ -163,19 +162,6 @@ def missing_tools() -> list[str]:
     return missing
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    # Two callers (make run and a test, say) must not build into the same tree at once;
-    # the second waits and then finds the binary ready.
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -185,7 +171,7 @@ def ensure_sources(*, version: str = LLAMA_CPP_PYTHON_VERSION) -> Path:
     target = sources_path(version=version)
     if (target / "CMakeLists.txt").is_file():
         return target
-    with _locked(version_root(version=version) / ".sources.lock"):
+    with locked(version_root(version=version) / ".sources.lock"):
         if (target / "CMakeLists.txt").is_file():
             return target
         _download_and_unpack(version=version, target=target)
@@ -254,7 +240,7 @@ def ensure_llama_server(
     if missing:
         raise BuildError(f"{', '.join(missing)} not found; {INSTALL_HINT}")
     sources = ensure_sources(version=version)
-    with _locked(root / ".build.lock"):
+    with locked(root / ".build.lock"):
         if binary.is_file() and _stamp_matches(root=root, flags=flags):
             return EngineBuild(version, root, binary, sources, built_now=False)
         _build(root=root, sources=sources, flags=flags, jobs=jobs or os.cpu_count() or 1)

@@ -19,15 +19,12 @@ on it, so their logits sit hundreds of nats below every normal token.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import sys
 import time
 import zlib
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -35,6 +32,7 @@ import gguf
 import numpy as np
 from gguf import GGMLQuantizationType, LlamaFileType
 
+from engines.filelock import locked
 from engines.llamacpp.build import ensure_sources
 
 # Bump when the weights a recipe produces change, so cached files are regenerated.
@@ -313,17 +311,6 @@ def read_manifest(*, directory: Path | None = None) -> list[ModelInfo]:
     return [ModelInfo(**entry) for entry in entries]
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def ensure_models(
     *,
     sizes: tuple[str, ...] = tuple(SPECS),
@@ -343,7 +330,7 @@ def ensure_models(
     vocab_digest = file_digest(path=vocab_path)
     # Parsing the vocabulary takes seconds; an up-to-date cache never needs it.
     vocab: Vocab | None = None
-    with _locked(directory / ".models.lock"):
+    with locked(directory / ".models.lock"):
         known = {info.name: info for info in read_manifest(directory=directory)}
         changed = False
         for size in sizes:

