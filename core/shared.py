@@ -10,8 +10,6 @@ What is stored is read by many threads at once and must be treated as read-only.
 """
 
 import hashlib
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from functools import cache as memoize
 from pathlib import Path
@@ -20,6 +18,7 @@ from typing import TypeVar
 from django.conf import settings
 from django.core.cache import cache
 
+from core.lru import BoundedLRU
 from core.versions import content_version
 
 T = TypeVar("T")
@@ -29,34 +28,7 @@ LOCAL_MAX_ITEMS = 512
 _MISSING = object()
 
 
-class _LocalParts:
-    """A least-recently-used map shared by the threads of one process, every access locked."""
-
-    def __init__(self, *, max_items: int) -> None:
-        self.max_items = max_items
-        self._items: OrderedDict[str, object] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> object:
-        with self._lock:
-            value = self._items.get(key, _MISSING)
-            if value is not _MISSING:
-                self._items.move_to_end(key)
-            return value
-
-    def put(self, key: str, value: object) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.max_items:
-                self._items.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
-
-_local = _LocalParts(max_items=LOCAL_MAX_ITEMS)
+_local = BoundedLRU(max_items=LOCAL_MAX_ITEMS)
 
 
 # What builds a shared part (the views and selectors that assemble it, the templates that render
@@ -82,7 +54,7 @@ def shared_part(*, name: str, build: Callable[[], T]) -> T:
     stored in both). ``name`` says what it is and for which item, e.g. ``lesson-page:<slug>``;
     None is a value like any other (a page that does not exist is remembered too)."""
     key = f"shared:{name}:{shared_code_version()}.{content_version()}"
-    value = _local.get(key)
+    value = _local.get(key, _MISSING)
     if value is not _MISSING:
         return value  # type: ignore[return-value]
     stored = cache.get(key, _MISSING)

@@ -1,14 +1,13 @@
 """Read-side queries for courses: course outline with progress, rendered lesson HTML (cached)."""
 
 import copy
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.cache import cache
 from django.db.models import Count, Q
 
+from core.lru import BoundedLRU
 from core.shared import shared_part
 from core.versions import rendering_version
 from courses.models import Course, Lesson, LessonProgress, Module
@@ -140,45 +139,7 @@ def course_progress(*, user: AbstractBaseUser, course: Course) -> Progress:
     return _progress(user=user, lessons=Lesson.objects.live().filter(module__course=course))
 
 
-class LocalRenderCache:
-    """A small least-recently-used map shared by the threads of one process (gunicorn --threads).
-
-    Every read and write holds the lock: evicting from a plain dict while another thread
-    evicts the same key raised KeyError.
-    """
-
-    def __init__(self, *, max_items: int) -> None:
-        self.max_items = max_items
-        self._items: OrderedDict[str, dict] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> dict | None:
-        with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
-
-    def put(self, key: str, value: dict) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.max_items:
-                self._items.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._items)
-
-
-# Rendered lessons are immutable for a given content hash and code version, so each process
-# keeps them in memory after the first render and only falls back to the shared cache (then to
-# rendering) on a miss.
-_LOCAL_RENDER_CACHE = LocalRenderCache(max_items=64)
+_LOCAL_RENDER_CACHE = BoundedLRU(max_items=64)
 
 
 def lesson_cache_key(*, lesson: Lesson) -> str:

@@ -48,7 +48,7 @@ from engines.llamacpp.models import (
     models_dir,
 )
 from engines.real_models import REAL_MODELS, RealModel, RealModelError, ensure_real_models
-from engines.stopping import StopSignals
+from engines.stopping import StopSignals, stop_process_group
 
 DEFAULT_SERIAL_URL = "http://127.0.0.1:8011"
 DEFAULT_BATCHED_URL = "http://127.0.0.1:8012"
@@ -196,33 +196,9 @@ class EngineHandle:
         if self._stopped:
             return
         self._stopped = True
-        # The router and the model servers it spawned share a process group of their own.
-        group = self.process.pid
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(group, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(group, signal.SIGKILL)
-            self.process.wait(timeout=timeout)
-        # Model servers may outlive a router that exited first; leave none behind.
-        deadline = time.monotonic() + timeout
-        while _group_alive(group) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if _group_alive(group):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(group, signal.SIGKILL)
+        stop_process_group(self.process, timeout=timeout)
 
 
-def _group_alive(group: int) -> bool:
-    try:
-        os.killpg(group, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @dataclass

@@ -19,6 +19,8 @@ import contextlib
 import os
 import select
 import signal
+import subprocess
+import time
 from collections.abc import Iterable
 from types import FrameType
 
@@ -96,3 +98,34 @@ class StopSignals:
 
     def __exit__(self, *exc: object) -> None:
         self.restore()
+
+
+def stop_process_group(process: subprocess.Popen, *, timeout: float) -> None:
+    """Stop a server started in a process group of its own, and everything it spawned there
+    (llama.cpp's model servers, vLLM's engine core): SIGTERM, then SIGKILL for what outlives
+    ``timeout``, so nothing is left behind even when the leader exited first."""
+    group = process.pid
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(group, signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
+        process.wait(timeout=timeout)
+    deadline = time.monotonic() + timeout
+    while _group_alive(group) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if _group_alive(group):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

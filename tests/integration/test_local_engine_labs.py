@@ -25,8 +25,9 @@ def local_targets(local_engines, settings, celery_worker):
     return {"serial": serial, "batched": batched}
 
 
-def runlab(capsys, lab: str, target, user, *params: str) -> dict:
-    args = [lab, "--target", target.name, "--user", user.username, "--wait", "--json", "--timeout", "300"]
+def runlab(capsys, lab: str, target, user, *params: str, timeout_s: int = 300) -> dict:
+    """`manage.py runlab` as a learner would run it; the steps' summaries by key."""
+    args = [lab, "--target", target.name, "--user", user.username, "--wait", "--json", "--timeout", str(timeout_s)]
     for param in params:
         args += ["--param", param]
     call_command("runlab", *args)

@@ -12,12 +12,12 @@ import time
 
 import httpx
 import pytest
-from django.core.management import call_command
 
 from engines.check import free_url
 from engines.vllm.server import MODEL_NAME, start_vllm
 from labs.content_sync import sync_labs
 from labs.targets import upsert_target
+from tests.integration.test_local_engine_labs import runlab as run_local_lab
 from workers.measure import RunSpec, TargetSpec, measure, probe_sync
 
 pytestmark = pytest.mark.slow
@@ -135,13 +135,7 @@ def vllm_target(vllm, settings, celery_worker, transactional_db):
 
 
 def runlab(capsys, lab: str, target, user, *params: str) -> dict:
-    args = [lab, "--target", target.name, "--user", user.username, "--wait", "--json", "--timeout", "400"]
-    for param in params:
-        args += ["--param", param]
-    call_command("runlab", *args)
-    result = json.loads(capsys.readouterr().out)
-    assert result["status"] == "succeeded", result["error"]
-    return {step["key"]: step["summary"] for step in result["steps"]}
+    return run_local_lab(capsys, lab, target, user, *params, timeout_s=400)
 
 
 def test_labs_show_their_lessons_on_vllm(vllm_target, user, capsys):
