@@ -82,9 +82,17 @@ def main_chart_svg(*, lab_slug: str, summary: Mapping[str, Any], bound: Mapping[
     ``bound`` is the decode speed-of-light, ``{"decode_tokens_per_s": x, "label": "..."}``: the
     subject of the no-sweep chart, and a TPOT floor on charts that plot TPOT.
     """
+    figure, alt = main_chart_figure(lab_slug=lab_slug, summary=summary, bound=bound)
+    return _svg(figure=figure, alt=alt)
+
+
+def main_chart_figure(
+    *, lab_slug: str, summary: Mapping[str, Any], bound: Mapping[str, Any] | None = None
+) -> tuple[Figure, str]:
+    """The main chart as a matplotlib figure and its alt text (main_chart_svg draws it as SVG)."""
     param, steps = sweep_steps(summary=summary)
     if not any(stat(summary=s.summary, metric="ttft_s") is not None for s in steps):
-        return _empty_svg(
+        return _empty_figure(
             title="No successful requests to chart",
             alt="Main chart: the run has no successful requests to chart.",
         )
@@ -107,8 +115,7 @@ def main_chart_svg(*, lab_slug: str, summary: Mapping[str, Any], bound: Mapping[
         draw = _speed_of_light_chart
     else:
         draw = _per_step_chart
-    figure, alt = draw(steps=steps, param=param, bound=bound)
-    return _svg(figure=figure, alt=alt)
+    return draw(steps=steps, param=param, bound=bound)
 
 
 def _output_length_chart(
@@ -475,13 +482,19 @@ def _per_step_chart(*, steps: list[StepView], param: str | None, bound: Mapping[
 
 def ttft_cdf_svg(*, records: Sequence[Mapping[str, Any]]) -> str:
     """Empirical CDF of TTFT, one line per step, over measured successful requests."""
+    figure, alt = ttft_cdf_figure(records=records)
+    return _svg(figure=figure, alt=alt)
+
+
+def ttft_cdf_figure(*, records: Sequence[Mapping[str, Any]]) -> tuple[Figure, str]:
+    """The TTFT distribution as a matplotlib figure and its alt text."""
     groups: dict[str, list[float]] = {}
     for record in records:
         if record.get("warmup") or record.get("error") or record.get("ttft_s") is None:
             continue
         groups.setdefault(record_step_key(record=record), []).append(float(record["ttft_s"]))
     if not groups:
-        return _empty_svg(
+        return _empty_figure(
             title="No successful requests to chart",
             alt="TTFT distribution: the run has no successful requests.",
         )
@@ -524,7 +537,7 @@ def ttft_cdf_svg(*, records: Sequence[Mapping[str, Any]]) -> str:
     ax.set_title("TTFT distribution per step")
     legend(ax=ax, loc="lower right")
     alt = "Cumulative distribution of time to first token per step: " + "; ".join(summaries) + "."
-    return _svg(figure=figure, alt=alt)
+    return figure, alt
 
 
 @dataclass(frozen=True, slots=True)
@@ -600,9 +613,17 @@ def timeline_svg(
     evenly spaced sample is drawn (every failed request kept where room allows) and the title
     says so.
     """
+    figure, alt = timeline_figure(records=records, max_requests=max_requests, server_slots=server_slots)
+    return _svg(figure=figure, alt=alt)
+
+
+def timeline_figure(
+    *, records: Sequence[Mapping[str, Any]], max_requests: int = 200, server_slots: int | None = None
+) -> tuple[Figure, str]:
+    """The request timeline as a matplotlib figure and its alt text."""
     bars = _timeline_bars(records=records)
     if not bars:
-        return _empty_svg(title="No requests were sent", alt="Request timeline: no measured request was sent.")
+        return _empty_figure(title="No requests were sent", alt="Request timeline: no measured request was sent.")
     bars, wait_method = _server_waits(bars=bars, server_slots=server_slots)
     total = len(bars)
     errors = sum(1 for b in bars if b.error)
@@ -683,7 +704,7 @@ def timeline_svg(
             else ""
         )
     )
-    return _svg(figure=figure, alt=alt)
+    return figure, alt
 
 
 def _mark_steps(*, ax: Axes, bars: Sequence[_Bar], span: float) -> None:
@@ -787,8 +808,14 @@ def compare_svg(*, runs: Sequence[Mapping[str, Any]], lab_slug: str | None = Non
     is about. Runs that swept a different parameter than the first one cannot share its x axis;
     they are left out and the title says how many.
     """
+    figure, alt = compare_figure(runs=runs, lab_slug=lab_slug)
+    return _svg(figure=figure, alt=alt)
+
+
+def compare_figure(*, runs: Sequence[Mapping[str, Any]], lab_slug: str | None = None) -> tuple[Figure, str]:
+    """The comparison as a matplotlib figure and its alt text."""
     if not runs:
-        return _empty_svg(title="No runs to compare", alt="Comparison: no runs were given.")
+        return _empty_figure(title="No runs to compare", alt="Comparison: no runs were given.")
     param = runs[0]["summary"].get("sweep_param")
     kept = [r for r in runs if r["summary"].get("sweep_param") == param]
     skipped = len(runs) - len(kept)
@@ -842,7 +869,7 @@ def compare_svg(*, runs: Sequence[Mapping[str, Any]], lab_slug: str | None = Non
     ax.set_title(title)
     legend(ax=ax, loc="best")
     alt = f"{metric_name} per step for {len(kept)} runs: " + "; ".join(described) + "."
-    return _svg(figure=figure, alt=alt)
+    return figure, alt
 
 
 def _compare_metric(
@@ -879,11 +906,11 @@ def _svg(*, figure: Figure, alt: str) -> str:
     return svg.replace(_PREFIX_PLACEHOLDER, f"lc{digest}")
 
 
-def _empty_svg(*, title: str, alt: str) -> str:
+def _empty_figure(*, title: str, alt: str) -> tuple[Figure, str]:
     figure, ax = new_figure(height=2.0)
     ax.set_axis_off()
     ax.text(0.5, 0.5, title, ha="center", va="center", color=GREY, transform=ax.transAxes)
-    return _svg(figure=figure, alt=alt)
+    return figure, alt
 
 
 def _twin(*, ax: Axes) -> Axes:

@@ -1,0 +1,288 @@
+"""Find text and legends that collide with a chart's data, measured with matplotlib's own renderer.
+
+A figure is drawn once on the Agg canvas (the same layout engine the SVG output uses; the SVG is
+scaled as a whole in the page, so a collision found here is one at every width the page shows
+it). Then every visible piece of text (titles, axis and tick labels, annotations, footnotes) and
+every legend box is measured in display coordinates and tested against:
+
+- the drawn segments of each data line (its draw style applied, clipped to its axes, so a label
+  outside the plot never meets a line that stops at the spine) and each marker's square;
+- for legends only, bars, filled areas and scatter points too (a label sitting on its own bar or
+  inside a Gantt block is intended; a legend over them hides data);
+- every other text and legend (two labels on top of each other read as neither);
+- the figure's edge (text cut off by the SVG's view box).
+
+Gridlines, spines and ticks are not data and are not checked. A text is shrunk by
+``TOLERANCE_PX`` before testing, so a line that only grazes the empty top of a glyph box is not a
+collision. ``find_collisions`` returns one sentence per collision, naming both artists, so a
+failing test says what to move.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.axis import Axis
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.cbook import STEP_LOOKUP_MAP
+from matplotlib.collections import Collection, PathCollection
+from matplotlib.figure import Figure
+from matplotlib.legend import Legend
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.path import Path
+from matplotlib.text import Annotation, Text
+from matplotlib.transforms import Bbox, BboxTransformTo
+
+# Pixels at the figure's dpi (100): a glyph box's empty margins are about this wide.
+TOLERANCE_PX = 1.5
+
+
+@dataclass(frozen=True, slots=True)
+class _Box:
+    name: str
+    bbox: Bbox
+    is_legend: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Area:
+    name: str
+    path: Path  # in display coordinates
+
+
+@dataclass(frozen=True, slots=True)
+class _Line:
+    name: str
+    segments: np.ndarray  # (n, 2, 2) display-coordinate segments, already clipped
+    markers: list[Bbox]
+
+
+def find_collisions(*, figure: Figure) -> list[str]:
+    """Every collision of a text or legend with data, another text or the figure's edge."""
+    FigureCanvasAgg(figure)
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    boxes = list(_text_boxes(figure=figure, renderer=renderer))
+    lines = [line for ax in figure.axes for line in _data_lines(ax=ax)]
+    fills = [fill for ax in figure.axes for fill in _filled_areas(ax=ax)]
+    edge = figure.bbox
+    problems: list[str] = []
+    for box in boxes:
+        inner = _shrunk(box.bbox)
+        for line in lines:
+            if _segments_cross(segments=line.segments, box=inner):
+                problems.append(f"{box.name} is crossed by {line.name}")
+            elif any(inner.overlaps(marker) for marker in line.markers):
+                problems.append(f"{box.name} covers a marker of {line.name}")
+        if box.is_legend:
+            for area in fills:
+                if area.path.intersects_bbox(inner, filled=True):
+                    problems.append(f"{box.name} covers {area.name}")
+        if not _inside(inner, edge):
+            problems.append(f"{box.name} is cut off by the figure's edge")
+    for index, box in enumerate(boxes):
+        for other in boxes[index + 1 :]:
+            if _shrunk(box.bbox).overlaps(_shrunk(other.bbox)):
+                problems.append(f"{box.name} overlaps {other.name}")
+    return problems
+
+
+def _shrunk(bbox: Bbox) -> Bbox:
+    if bbox.width <= 2 * TOLERANCE_PX or bbox.height <= 2 * TOLERANCE_PX:
+        return bbox
+    return Bbox.from_extents(
+        bbox.x0 + TOLERANCE_PX, bbox.y0 + TOLERANCE_PX, bbox.x1 - TOLERANCE_PX, bbox.y1 - TOLERANCE_PX
+    )
+
+
+def _inside(inner: Bbox, outer: Bbox) -> bool:
+    return inner.x0 >= outer.x0 and inner.y0 >= outer.y0 and inner.x1 <= outer.x1 and inner.y1 <= outer.y1
+
+
+# --- what is measured ---------------------------------------------------------------------------
+
+
+def _text_boxes(*, figure: Figure, renderer: object) -> Iterator[_Box]:
+    legends = [artist for artist in figure.findobj(Legend) if artist.get_visible()]
+    inside_legends = {id(text) for legend in legends for text in legend.findobj(Text)}
+    for legend in legends:
+        labels = ", ".join(text.get_text() for text in legend.get_texts())
+        yield _Box(name=f"the legend ({_short(labels)})", bbox=legend.get_window_extent(renderer), is_legend=True)
+    axes = list(figure.findobj(Axis))
+    every_tick_label = {id(text) for axis in axes for text in _tick_texts(axis=axis, drawn_only=False)}
+    drawn_tick_labels = {id(text) for axis in axes for text in _tick_texts(axis=axis, drawn_only=True)}
+    seen: set[int] = set()
+    for text in figure.findobj(Text):
+        if id(text) in inside_legends or id(text) in seen or not _shown(text):
+            continue
+        # An axis keeps labels for ticks outside its view; only those in view are drawn.
+        if id(text) in every_tick_label and id(text) not in drawn_tick_labels:
+            continue
+        seen.add(id(text))
+        bbox = _text_bbox(text=text, renderer=renderer)
+        if bbox is not None:
+            yield _Box(name=f"text '{_short(text.get_text())}'", bbox=bbox, is_legend=False)
+
+
+def _tick_texts(*, axis: Axis, drawn_only: bool) -> Iterator[Text]:
+    if drawn_only:
+        if not axis.get_visible() or (axis.axes is not None and not axis.axes.axison):
+            return
+        ticks = axis._update_ticks()  # the ticks Axis.draw draws: those inside the view
+    else:
+        ticks = [*axis.majorTicks, *axis.minorTicks]
+    for tick in ticks:
+        for label in (tick.label1, tick.label2):
+            if label.get_visible() or not drawn_only:
+                yield label
+
+
+def _shown(text: Text) -> bool:
+    if not text.get_visible() or not text.get_text().strip():
+        return False
+    return text.axes is None or text.axes.get_visible()
+
+
+def _text_bbox(*, text: Text, renderer: object) -> Bbox | None:
+    # An annotation's own extent includes its arrow; only the words are a label.
+    bbox = Text.get_window_extent(text, renderer) if isinstance(text, Annotation) else text.get_window_extent(renderer)
+    if not all(math.isfinite(value) for value in bbox.extents) or bbox.width <= 0:
+        return None
+    return bbox
+
+
+def _data_lines(*, ax: Axes) -> Iterator[_Line]:
+    clip = ax.bbox
+    for line in ax.get_lines():
+        if not line.get_visible() or (line.get_alpha() is not None and line.get_alpha() == 0):
+            continue
+        xy = _drawn_points(line=line)
+        if len(xy) == 0:
+            continue
+        segments = np.empty((0, 2, 2))
+        if line.get_linestyle() not in ("None", "none", "", " ") and len(xy) >= 2:
+            segments = _clipped(segments=np.stack([xy[:-1], xy[1:]], axis=1), box=clip)
+        markers: list[Bbox] = []
+        if line.get_marker() not in (None, "None", "none", "", " "):
+            half = line.get_markersize() * line.figure.dpi / 72 / 2
+            points = _marker_points(line=line)
+            markers = [
+                Bbox.from_extents(x - half, y - half, x + half, y + half)
+                for x, y in points
+                if clip.x0 <= x <= clip.x1 and clip.y0 <= y <= clip.y1
+            ]
+        if len(segments) or markers:
+            yield _Line(name=_line_name(line), segments=segments, markers=markers)
+
+
+def _drawn_points(*, line: Line2D) -> np.ndarray:
+    xy = np.column_stack(line.get_data(orig=False)).astype(float)
+    drawstyle = line.get_drawstyle()
+    if drawstyle != "default" and len(xy):
+        xs, ys = STEP_LOOKUP_MAP[drawstyle](xy[:, 0], xy[:, 1])
+        xy = np.column_stack([xs, ys])
+    return _to_display(line=line, xy=xy)
+
+
+def _marker_points(*, line: Line2D) -> np.ndarray:
+    xy = np.column_stack(line.get_data(orig=False)).astype(float)
+    return _to_display(line=line, xy=xy)
+
+
+def _to_display(*, line: Line2D, xy: np.ndarray) -> np.ndarray:
+    if len(xy) == 0:
+        return xy
+    with np.errstate(all="ignore"):
+        display = line.get_transform().transform(xy)
+    return display[np.isfinite(display).all(axis=1)]
+
+
+def _line_name(line: Line2D) -> str:
+    label = line.get_label()
+    if label and not label.startswith("_"):
+        return f"the line '{_short(label)}'"
+    return f"an unlabelled {line.get_color()} line"
+
+
+def _filled_areas(*, ax: Axes) -> Iterator[_Area]:
+    """Bars, filled polygons and scatter points (a legend over any of them hides data)."""
+    for patch in ax.patches:
+        if not patch.get_visible() or _is_span(patch=patch, ax=ax) or not _filled(patch):
+            continue
+        box = Bbox.intersection(patch.get_window_extent(), ax.bbox)
+        if box is not None and box.width > 0 and box.height > 0:
+            yield _Area(name="a bar", path=Path.unit_rectangle().transformed(BboxTransformTo(box)))
+    for collection in ax.collections:
+        if not collection.get_visible():
+            continue
+        if isinstance(collection, PathCollection):
+            for x, y in _offsets(collection=collection):
+                square = Bbox.from_extents(x - 2, y - 2, x + 2, y + 2)
+                yield _Area(name="a scatter point", path=Path.unit_rectangle().transformed(BboxTransformTo(square)))
+        else:
+            # Stacked areas and broken bars: the polygon itself, not its bounding box, which for
+            # a curve rising to one corner covers the empty space above it too.
+            transform = collection.get_transform()
+            for path in collection.get_paths():
+                yield _Area(name="a filled area", path=transform.transform_path(path))
+
+
+def _is_span(*, patch: Patch, ax: Axes) -> bool:
+    """axvspan/axhspan shading spans the whole axes one way: context, not data."""
+    box = patch.get_window_extent()
+    return (box.height >= ax.bbox.height - 1) or (box.width >= ax.bbox.width - 1)
+
+
+def _filled(patch: Patch) -> bool:
+    face = patch.get_facecolor()
+    return patch.get_fill() and face[3] > 0
+
+
+def _offsets(*, collection: Collection) -> Sequence[tuple[float, float]]:
+    offsets = collection.get_offsets()
+    if len(offsets) == 0:
+        return []
+    return [tuple(point) for point in collection.get_offset_transform().transform(offsets)]
+
+
+# --- geometry -----------------------------------------------------------------------------------
+
+
+def _clipped(*, segments: np.ndarray, box: Bbox) -> np.ndarray:
+    """Segments cut to the box (Liang-Barsky); the parts outside are not drawn."""
+    kept = []
+    for (x0, y0), (x1, y1) in segments:
+        dx, dy = x1 - x0, y1 - y0
+        low, high = 0.0, 1.0
+        inside = True
+        for p, q in ((-dx, x0 - box.x0), (dx, box.x1 - x0), (-dy, y0 - box.y0), (dy, box.y1 - y0)):
+            if p == 0:
+                if q < 0:
+                    inside = False
+                    break
+                continue
+            t = q / p
+            if p < 0:
+                low = max(low, t)
+            else:
+                high = min(high, t)
+            if low > high:
+                inside = False
+                break
+        if inside:
+            kept.append(((x0 + low * dx, y0 + low * dy), (x0 + high * dx, y0 + high * dy)))
+    return np.array(kept).reshape(-1, 2, 2)
+
+
+def _segments_cross(*, segments: np.ndarray, box: Bbox) -> bool:
+    return bool(len(segments)) and bool(len(_clipped(segments=segments, box=box)))
+
+
+def _short(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
