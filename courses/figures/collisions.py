@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -36,10 +37,18 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.path import Path
 from matplotlib.text import Annotation, Text
-from matplotlib.transforms import Bbox, BboxTransformTo
+from matplotlib.transforms import Bbox, BboxTransformTo, ScaledTranslation
+
+from courses.figures.style import legend as styled_legend
 
 # Pixels at the figure's dpi (100): a glyph box's empty margins are about this wide.
 TOLERANCE_PX = 1.5
+# Placing a label or legend asks for this much clear space around it: the page shows the SVG's
+# text in the browser's font, whose widths differ from matplotlib's by a few pixels.
+PLACEMENT_MARGIN_PX = 3.0
+
+# Where a legend may sit inside the plot, in the order tried; below the plot when none is clear.
+CORNERS = ("upper left", "upper right", "lower right", "lower left", "center right", "center left")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +56,7 @@ class _Box:
     name: str
     bbox: Bbox
     is_legend: bool
+    owner: int  # id() of the artist, so a placement can skip its own old box
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,34 +72,200 @@ class _Line:
     markers: list[Bbox]
 
 
+@dataclass(frozen=True, slots=True)
+class Offset:
+    """A place for a label, in points from the point it names, and how the text hangs from it."""
+
+    dx: float
+    dy: float
+    ha: str = "center"
+    va: str = "bottom"
+    # Far from its point, a label is tied to it by a thin leader line.
+    leader: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Label:
+    """A value label: its text, the data point it names, its colour and the places it may go,
+    preferred first."""
+
+    text: str
+    xy: tuple[float, float]
+    color: str
+    offsets: Sequence[Offset]
+
+
+def leader_offsets(*, reach: float = 160.0, step: float = 12.0) -> tuple[Offset, ...]:
+    """Places farther out on a grid, nearest first, each tied to its point by a leader line: the
+    fallback when every place beside a crowded point has a line through it."""
+    grid = [
+        (dx, dy)
+        for dx in np.arange(-reach, reach + step, step)
+        for dy in np.arange(-reach / 2, reach + step, step)
+        if math.hypot(dx, dy) >= 3 * step
+    ]
+    grid.sort(key=lambda point: math.hypot(*point))
+    return tuple(
+        Offset(float(dx), float(dy), "left" if dx > 0 else "right", "bottom" if dy > 0 else "top", leader=True)
+        for dx, dy in grid
+    )
+
+
+class _Scene:
+    """A figure drawn once, with every line, filled area and text box measured."""
+
+    def __init__(self, *, figure: Figure) -> None:
+        if not isinstance(figure.canvas, FigureCanvasAgg):
+            FigureCanvasAgg(figure)
+        figure.canvas.draw()
+        self.figure = figure
+        self.renderer = figure.canvas.get_renderer()
+        self.boxes = list(_text_boxes(figure=figure, renderer=self.renderer))
+        self.lines = [line for ax in _all_axes(figure) for line in _data_lines(ax=ax)]
+        self.fills = [fill for ax in _all_axes(figure) for fill in _filled_areas(ax=ax)]
+
+    def problems(self, *, box: _Box, inner: Bbox, texts: bool = True) -> list[str]:
+        found: list[str] = []
+        for line in self.lines:
+            if _segments_cross(segments=line.segments, box=inner):
+                found.append(f"{box.name} is crossed by {line.name}")
+            elif any(inner.overlaps(marker) for marker in line.markers):
+                found.append(f"{box.name} covers a marker of {line.name}")
+        if box.is_legend:
+            for area in self.fills:
+                if area.path.intersects_bbox(inner, filled=True):
+                    found.append(f"{box.name} covers {area.name}")
+        if not _inside(inner, self.figure.bbox):
+            found.append(f"{box.name} is cut off by the figure's edge")
+        if texts:
+            for other in self.boxes:
+                if other.owner != box.owner and inner.overlaps(_shrunk(other.bbox)):
+                    found.append(f"{box.name} overlaps {other.name}")
+        return found
+
+    def replace(self, *, box: _Box) -> None:
+        self.boxes = [other for other in self.boxes if other.owner != box.owner] + [box]
+
+
 def find_collisions(*, figure: Figure) -> list[str]:
     """Every collision of a text or legend with data, another text or the figure's edge."""
-    FigureCanvasAgg(figure)
-    figure.canvas.draw()
-    renderer = figure.canvas.get_renderer()
-    boxes = list(_text_boxes(figure=figure, renderer=renderer))
-    lines = [line for ax in figure.axes for line in _data_lines(ax=ax)]
-    fills = [fill for ax in figure.axes for fill in _filled_areas(ax=ax)]
-    edge = figure.bbox
+    scene = _Scene(figure=figure)
     problems: list[str] = []
-    for box in boxes:
-        inner = _shrunk(box.bbox)
-        for line in lines:
-            if _segments_cross(segments=line.segments, box=inner):
-                problems.append(f"{box.name} is crossed by {line.name}")
-            elif any(inner.overlaps(marker) for marker in line.markers):
-                problems.append(f"{box.name} covers a marker of {line.name}")
-        if box.is_legend:
-            for area in fills:
-                if area.path.intersects_bbox(inner, filled=True):
-                    problems.append(f"{box.name} covers {area.name}")
-        if not _inside(inner, edge):
-            problems.append(f"{box.name} is cut off by the figure's edge")
-    for index, box in enumerate(boxes):
-        for other in boxes[index + 1 :]:
+    for box in scene.boxes:
+        problems += scene.problems(box=box, inner=_shrunk(box.bbox), texts=False)
+    for index, box in enumerate(scene.boxes):
+        for other in scene.boxes[index + 1 :]:
             if _shrunk(box.bbox).overlaps(_shrunk(other.bbox)):
                 problems.append(f"{box.name} overlaps {other.name}")
     return problems
+
+
+def place_legend(*, ax: Axes, below: Axes | None = None, below_columns: int = 2, **options: Any) -> Legend:
+    """A legend in the first corner of the plot where it covers no data and no text; when every
+    corner is taken, under the plot, below the x axis of `below` (default `ax`): a legend below
+    can never cover the data, whatever a noisy run draws. Call it once the titles and footnote
+    are in (they move the plot), before place_labels."""
+    chart_legend = styled_legend(ax=ax, loc=CORNERS[0], **options)
+    scene = _Scene(figure=ax.figure)
+    for corner in CORNERS:
+        chart_legend.set_loc(corner)
+        box = _legend_box(legend=chart_legend, renderer=scene.renderer)
+        if not scene.problems(box=box, inner=_grown(box.bbox)):
+            return chart_legend
+    chart_legend.remove()
+    under = below or ax
+    axis_box = under.xaxis.get_tightbbox(scene.renderer)
+    depth = under.bbox.y0 - axis_box.y0 if axis_box is not None else 0.0
+    points = depth * 72 / ax.figure.dpi + 4
+    options["ncols"] = min(below_columns, len(ax.get_legend_handles_labels()[0]) or 1)
+    return styled_legend(
+        ax=ax,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        bbox_transform=under.transAxes + ScaledTranslation(0, -points / 72, ax.figure.dpi_scale_trans),
+        **options,
+    )
+
+
+def place_labels(*, ax: Axes, labels: Sequence[Label], fontsize: float = 8) -> list[Annotation]:
+    """Each label at the first of its offsets where it crosses no line, covers no marker or text
+    and stays inside the plot; where none is clear, the one with the fewest collisions. Labels
+    are placed in order, each avoiding those placed before it. Call it last, once the legend,
+    titles and footnote are in: anything added later can move the plot under the labels."""
+    placed = []
+    for label in labels:
+        first = label.offsets[0]
+        annotation = ax.annotate(
+            label.text,
+            xy=label.xy,
+            xytext=(first.dx, first.dy),
+            textcoords="offset points",
+            ha=first.ha,
+            va=first.va,
+            color=label.color,
+            fontsize=fontsize,
+            # Outside the layout, so placing it cannot move the axes it was measured in.
+            in_layout=False,
+            annotation_clip=False,
+            arrowprops={"arrowstyle": "-", "color": label.color, "linewidth": 0.8, "shrinkA": 1, "shrinkB": 4},
+        )
+        annotation.arrow_patch.set_visible(first.leader)
+        placed.append(annotation)
+    scene = _Scene(figure=ax.figure)
+    plot = _shrunk(ax.bbox)
+    for annotation, label in zip(placed, labels, strict=True):
+        best: tuple[int, Offset] | None = None
+        for offset in label.offsets:
+            _move(annotation=annotation, offset=offset)
+            box = _Box(
+                name="label",
+                bbox=Text.get_window_extent(annotation, scene.renderer),
+                is_legend=False,
+                owner=id(annotation),
+            )
+            grown = _grown(box.bbox)
+            count = len(scene.problems(box=box, inner=grown)) + (0 if _inside(box.bbox, plot) else 1)
+            if best is None or count < best[0]:
+                best = (count, offset)
+            if count == 0:
+                break
+        if best is not None:
+            _move(annotation=annotation, offset=best[1])
+            scene.replace(
+                box=_Box(
+                    name=f"text '{annotation.get_text()}'",
+                    bbox=Text.get_window_extent(annotation, scene.renderer),
+                    is_legend=False,
+                    owner=id(annotation),
+                )
+            )
+    return placed
+
+
+def _move(*, annotation: Annotation, offset: Offset) -> None:
+    annotation.xyann = (offset.dx, offset.dy)
+    annotation.arrow_patch.set_visible(offset.leader)
+    annotation.set_horizontalalignment(offset.ha)
+    annotation.set_verticalalignment(offset.va)
+
+
+def _legend_box(*, legend: Legend, renderer: Any) -> _Box:
+    labels = ", ".join(text.get_text() for text in legend.get_texts())
+    return _Box(
+        name=f"the legend ({_short(labels)})",
+        bbox=legend.get_window_extent(renderer),
+        is_legend=True,
+        owner=id(legend),
+    )
+
+
+def _all_axes(figure: Figure) -> list[Axes]:
+    """The figure's axes and their children (a secondary axis naming steps on top)."""
+    found = []
+    for ax in figure.axes:
+        found.append(ax)
+        found.extend(getattr(ax, "child_axes", []))
+    return found
 
 
 def _shrunk(bbox: Bbox) -> Bbox:
@@ -98,6 +274,11 @@ def _shrunk(bbox: Bbox) -> Bbox:
     return Bbox.from_extents(
         bbox.x0 + TOLERANCE_PX, bbox.y0 + TOLERANCE_PX, bbox.x1 - TOLERANCE_PX, bbox.y1 - TOLERANCE_PX
     )
+
+
+def _grown(bbox: Bbox) -> Bbox:
+    margin = PLACEMENT_MARGIN_PX
+    return Bbox.from_extents(bbox.x0 - margin, bbox.y0 - margin, bbox.x1 + margin, bbox.y1 + margin)
 
 
 def _inside(inner: Bbox, outer: Bbox) -> bool:
@@ -109,10 +290,9 @@ def _inside(inner: Bbox, outer: Bbox) -> bool:
 
 def _text_boxes(*, figure: Figure, renderer: object) -> Iterator[_Box]:
     legends = [artist for artist in figure.findobj(Legend) if artist.get_visible()]
-    inside_legends = {id(text) for legend in legends for text in legend.findobj(Text)}
-    for legend in legends:
-        labels = ", ".join(text.get_text() for text in legend.get_texts())
-        yield _Box(name=f"the legend ({_short(labels)})", bbox=legend.get_window_extent(renderer), is_legend=True)
+    inside_legends = {id(text) for key in legends for text in key.findobj(Text)}
+    for key in legends:
+        yield _legend_box(legend=key, renderer=renderer)
     axes = list(figure.findobj(Axis))
     every_tick_label = {id(text) for axis in axes for text in _tick_texts(axis=axis, drawn_only=False)}
     drawn_tick_labels = {id(text) for axis in axes for text in _tick_texts(axis=axis, drawn_only=True)}
@@ -126,7 +306,7 @@ def _text_boxes(*, figure: Figure, renderer: object) -> Iterator[_Box]:
         seen.add(id(text))
         bbox = _text_bbox(text=text, renderer=renderer)
         if bbox is not None:
-            yield _Box(name=f"text '{_short(text.get_text())}'", bbox=bbox, is_legend=False)
+            yield _Box(name=f"text '{_short(text.get_text())}'", bbox=bbox, is_legend=False, owner=id(text))
 
 
 def _tick_texts(*, axis: Axis, drawn_only: bool) -> Iterator[Text]:

@@ -16,6 +16,7 @@ from typing import Any
 import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.legend import Legend
 
 # Set once at import, never toggled per render. An explicit backend stops matplotlib from
 # importing pyplot to pick one the first time anything iterates rcParams (boxplot does); text
@@ -68,12 +69,13 @@ def style_axes(*, ax: Axes) -> None:
     ax.set_axisbelow(True)
 
 
-def legend(*, ax: Axes, **options: object) -> None:
+def legend(*, ax: Axes, **options: object) -> Legend:
     options.setdefault("fontsize", FONT_SIZE - 1)
     options.setdefault("frameon", False)
     chart_legend = ax.legend(**options)
     for text in chart_legend.get_texts():
         text.set_color(GREY)
+    return chart_legend
 
 
 def note(*, figure: Figure, text: str) -> None:
