@@ -26,6 +26,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, NullLocator
 
+from courses.figures.collisions import AROUND_A_POINT, OVER_A_BAR, Label, place_labels, place_legend
 from courses.figures.style import (
     BLUE,
     FONT_SIZE,
@@ -127,8 +128,6 @@ def _output_length_chart(
     figure, ax = new_figure()
     _line(ax=ax, xs=xs, ys=ttft, color=BLUE, marker="o", label="P50 TTFT")
     _line(ax=ax, xs=xs, ys=e2e, color=ORANGE, marker="s", label="P50 end-to-end")
-    _annotate_seconds(ax=ax, xs=xs, ys=ttft, color=BLUE)
-    _annotate_seconds(ax=ax, xs=xs, ys=e2e, color=ORANGE)
     _numeric_x(ax=ax, xs=xs, label="max_tokens (output length asked)")
     _seconds_y(ax=ax, values=[*ttft, *e2e])
     first, last = _first_last(xs=xs, ys=ttft)
@@ -141,7 +140,10 @@ def _output_length_chart(
             f"{_int(xs[0])} to {_int(xs[-1])} tokens"
         )
     ax.set_title(headline)
-    legend(ax=ax, loc="upper left")
+    place_legend(ax=ax)
+    place_labels(
+        ax=ax, labels=[*_seconds_labels(xs=xs, ys=ttft, color=BLUE), *_seconds_labels(xs=xs, ys=e2e, color=ORANGE)]
+    )
     alt = (
         f"P50 time to first token and P50 end-to-end time against max_tokens "
         f"({', '.join(_int(x) for x in xs)}): TTFT {_seconds_list(ttft)}; "
@@ -394,9 +396,6 @@ def _prefix_chart(*, steps: list[StepView], param: str | None, bound: Mapping[st
         color=GREY,
         label="P95",
     )
-    for pos, value in zip(positions, p50, strict=True):
-        if value is not None:
-            ax.text(pos, value, _seconds_text(value), ha="center", va="bottom", color=GREY)
     ax.set_xticks(positions, labels=labels)
     ax.set_ylabel("P50 TTFT (bars)")
     ax.yaxis.set_major_formatter(FuncFormatter(_seconds_tick))
@@ -407,7 +406,17 @@ def _prefix_chart(*, steps: list[StepView], param: str | None, bound: Mapping[st
         if ratio is not None
         else "TTFT with and without a shared prefix"
     )
-    legend(ax=ax, loc="upper right")
+    place_legend(ax=ax)
+    # Over each bar, raised past its P95 mark where the two are close.
+    place_labels(
+        ax=ax,
+        labels=[
+            Label(text=_seconds_text(value), xy=(pos, value), color=GREY, offsets=OVER_A_BAR)
+            for pos, value in zip(positions, p50, strict=True)
+            if value is not None
+        ],
+        fontsize=FONT_SIZE,
+    )
     alt = "P50 TTFT per step: " + "; ".join(
         f"{label}: {_seconds_text(v)} (P95 {_seconds_text(w)})" for label, v, w in zip(labels, p50, p95, strict=True)
     )
@@ -437,7 +446,7 @@ def _head_of_line_chart(
         if first and last
         else "Waiting under load: TTFT and queue time per step"
     )
-    legend(ax=ax, loc="upper left")
+    place_legend(ax=ax)
     alt = (
         f"TTFT and client queue time per step ({', '.join(s.key for s in steps)}): P50 TTFT "
         f"{_seconds_list(ttft50)}; P95 TTFT {_seconds_list(ttft95)}; P95 queue "
@@ -470,7 +479,7 @@ def _per_step_chart(*, steps: list[StepView], param: str | None, bound: Mapping[
     ax.set_xticks(positions, labels=labels)
     _seconds_y(ax=ax, values=[*ttft, *e2e])
     ax.set_title("TTFT and end-to-end time per step")
-    legend(ax=ax, loc="upper left")
+    place_legend(ax=ax)
     alt = "P50 TTFT and end-to-end time per step: " + "; ".join(
         f"{label}: {_seconds_text(t)} and {_seconds_text(e)}" for label, t, e in zip(labels, ttft, e2e, strict=True)
     )
@@ -535,7 +544,9 @@ def ttft_cdf_figure(*, records: Sequence[Mapping[str, Any]]) -> tuple[Figure, st
     ax.set_ylabel("fraction of requests")
     ax.set_ylim(0, 1.02)
     ax.set_title("TTFT distribution per step")
-    legend(ax=ax, loc="lower right")
+    # Steps' curves cross the whole plot on a noisy run; the legend takes a corner only if one
+    # is clear of them, else it goes under the plot.
+    place_legend(ax=ax)
     alt = "Cumulative distribution of time to first token per step: " + "; ".join(summaries) + "."
     return figure, alt
 
@@ -629,7 +640,8 @@ def timeline_figure(
     errors = sum(1 for b in bars if b.error)
     shown = _sample(bars=bars, limit=max(max_requests, 1))
     rows = len(shown)
-    figure, ax = new_figure(height=min(6.0, 2.6 + rows * 0.02))
+    # Tall enough that the y label fits beside a few rows under a two-row key and a footnote.
+    figure, ax = new_figure(height=min(6.0, 3.2 + rows * 0.02))
     ys = list(range(rows))
     queue = [
         (y, b.queued_from, b.send - b.queued_from) for y, b in zip(ys, shown, strict=True) if b.send > b.queued_from
@@ -688,7 +700,8 @@ def timeline_figure(
     key = figure.legend(
         handles=handles,
         loc="outside upper center" if waited and wait_method else "outside lower center",
-        ncols=len(handles),
+        # Five or six keys in one row run past the figure's edges; three a row fit.
+        ncols=min(len(handles), 3),
         frameon=False,
         fontsize=FONT_SIZE - 1,
     )
@@ -867,7 +880,7 @@ def compare_figure(*, runs: Sequence[Mapping[str, Any]], lab_slug: str | None = 
     if skipped:
         title += f" ({skipped} left out: a different sweep)"
     ax.set_title(title)
-    legend(ax=ax, loc="best")
+    place_legend(ax=ax)
     alt = f"{metric_name} per step for {len(kept)} runs: " + "; ".join(described) + "."
     return figure, alt
 
@@ -1032,18 +1045,12 @@ def _from_zero(ax: Axes) -> None:
     ax.set_ylim(bottom=0, top=top * 1.15 if math.isfinite(top) and top > 0 else None)
 
 
-def _annotate_seconds(*, ax: Axes, xs: Sequence[float], ys: Sequence[float | None], color: str) -> None:
-    for x, y in zip(xs, ys, strict=True):
-        if y is not None:
-            ax.annotate(
-                _seconds_text(y),
-                xy=(x, y),
-                xytext=(0, 7),
-                textcoords="offset points",
-                ha="center",
-                color=color,
-                fontsize=8,
-            )
+def _seconds_labels(*, xs: Sequence[float], ys: Sequence[float | None], color: str) -> list[Label]:
+    return [
+        Label(text=_seconds_text(y), xy=(x, y), color=color, offsets=AROUND_A_POINT)
+        for x, y in zip(xs, ys, strict=True)
+        if y is not None
+    ]
 
 
 def _ordered_groups(*, groups: dict[str, list[float]]) -> list[tuple[str, list[float]]]:

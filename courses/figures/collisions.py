@@ -111,6 +111,24 @@ def leader_offsets(*, reach: float = 160.0, step: float = 12.0) -> tuple[Offset,
     )
 
 
+# A value label over its bar, stepping up past a line or marker drawn across the bar's top.
+OVER_A_BAR = tuple(Offset(0, 3 + 5 * step) for step in range(10))
+
+# A value label by its point: above, below, to either side, diagonally; then farther out, tied to
+# the point by a leader line.
+AROUND_A_POINT = (
+    Offset(0, 7),
+    Offset(0, -7, "center", "top"),
+    Offset(7, 0, "left", "center"),
+    Offset(-7, 0, "right", "center"),
+    Offset(6, 6, "left", "bottom"),
+    Offset(-6, 6, "right", "bottom"),
+    Offset(6, -6, "left", "top"),
+    Offset(-6, -6, "right", "top"),
+    *leader_offsets(reach=80.0),
+)
+
+
 class _Scene:
     """A figure drawn once, with every line, filled area and text box measured."""
 

@@ -7,7 +7,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MultipleLocator
 
-from courses.figures.collisions import Label, Offset, leader_offsets, place_labels, place_legend
+from courses.figures.collisions import OVER_A_BAR, Label, Offset, leader_offsets, place_labels, place_legend
 from courses.figures.registry import Arg, figure
 from courses.figures.style import (
     BLUE,
@@ -40,8 +40,6 @@ TRUNCATED_END = (
     # Where other lines crowd the end point, a leader line to the nearest clear spot.
     *leader_offsets(),
 )
-# A value label over its bar, stepping up past a line drawn across the bar's top.
-OVER_A_BAR = tuple(Offset(0, 3 + 5 * step) for step in range(10))
 FULL_END = (
     Offset(-4, 6, "right", "bottom"),
     Offset(-8, 0, "right", "center"),
