@@ -110,6 +110,8 @@ def to_svg(*, figure: Figure, alt: str, id_prefix: str) -> str:
     opening = _SIZE_ATTRIBUTE.sub("", svg[:opening_end])
     label = html.escape(alt, quote=True)
     opening += f' id="{id_prefix}" role="img" aria-label="{label}" class="figure-svg"'
-    opening += ' style="max-width:100%;height:auto"'
+    # The drawn width in points (the viewBox's unit), for the phone layout's minimum width.
+    width_points = figure.get_figwidth() * 72
+    opening += f' style="height:auto;--figure-width:{width_points:g}px"'
     title = f'<title id="{id_prefix}-title">{html.escape(alt, quote=False)}</title>'
     return f"{opening}>{title}{svg[opening_end + 1 :]}".strip()
