@@ -1,4 +1,5 @@
-"""Find text and legends that collide with a chart's data, measured with matplotlib's own renderer.
+"""Text and legends clear of a chart's data: find collisions, and place labels and legends
+where there are none, measured with matplotlib's own renderer.
 
 A figure is drawn once on the Agg canvas (the same layout engine the SVG output uses; the SVG is
 scaled as a whole in the page, so a collision found here is one at every width the page shows
@@ -16,6 +17,11 @@ Gridlines, spines and ticks are not data and are not checked. A text is shrunk b
 ``TOLERANCE_PX`` before testing, so a line that only grazes the empty top of a glyph box is not a
 collision. ``find_collisions`` returns one sentence per collision, naming both artists, so a
 failing test says what to move.
+
+The same measurements place things while a chart is drawn, so a noisy run's data decides where
+its labels go: ``place_legend`` puts a legend in the first clear corner, else under the plot;
+``place_labels`` puts each value label at the first clear one of its offsets (``AROUND_A_POINT``,
+``OVER_A_BAR``), else on a leader line at the nearest clear spot. Each costs one Agg draw.
 """
 
 from __future__ import annotations
