@@ -16,7 +16,6 @@ from typing import Any
 from tests.labs.test_checks import closed_loop, open_loop, request, run_summary, sequential
 from workers.measure.metrics import SLO, RequestRecord
 
-
 BOUND_CPU = {"decode_tokens_per_s": 478.0, "label": "83 MB of weights ÷ 39.8 GB/s (AMD EPYC, measured)"}
 
 
