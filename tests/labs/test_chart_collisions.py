@@ -9,7 +9,8 @@ import pytest
 
 from courses.figures.collisions import find_collisions
 from labs import charts
-from tests.labs.golden_runs import BOUND_CPU, RECORDED, noisier
+from tests.labs.golden_runs import BOUND_CPU, RECORDED, Recorded, noisier
+from tests.labs.test_checks import sequential
 
 KINDS = ("recorded", "noisy")
 
@@ -38,4 +39,15 @@ def test_the_comparison_of_three_runs_keeps_labels_and_legends_off_the_data(slug
         {"label": "run 19 (3 Dec)", "summary": noisier(recorded, seed=2, spread=0.8).summary},
     ]
     figure, _ = charts.compare_figure(runs=runs, lab_slug=slug)
+    assert find_collisions(figure=figure) == []
+
+
+def test_an_unknown_sweeps_per_step_bars_keep_their_legend_off_the_bars():
+    # A sweep no lab chart knows gets paired TTFT and end-to-end bars; the tallest bar is the last.
+    steps = [
+        (seed, sequential(params={"seed": seed}, n=6, ttft=0.05 * seed, tpot=0.01, tokens=8 * seed, jitter=0.4))
+        for seed in (1, 2, 3, 4)
+    ]
+    run = noisier(Recorded(sweep_param="seed", steps=steps), seed=5)
+    figure, _ = charts.main_chart_figure(lab_slug="some-new-lab", summary=run.summary)
     assert find_collisions(figure=figure) == []
