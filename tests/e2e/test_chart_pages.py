@@ -132,3 +132,35 @@ def test_chart_text_neither_overlaps_nor_shrinks_past_reading(live_site, browser
         assert not page.problems, page.problems
     finally:
         context.close()
+
+
+def test_result_tables_keep_each_number_on_one_line_on_a_phone(live_site, browser, learner_with_noisy_runs):
+    """'2,491 / 4,043 / 4,359' split one number per line, slashes between, read as a column of
+    unrelated values; on a phone each cell stays on one line and the table scrolls sideways."""
+    user, runs = learner_with_noisy_runs
+    context = browser.new_context(viewport={"width": 390, "height": 900}, is_mobile=True)
+    page = watched_page(context)
+    try:
+        log_in(page, live_site.url, username=user.username)
+        page.goto(f"{live_site.url}/labs/runs/{runs[0].pk}/")
+        wrapped = page.evaluate(
+            # Per piece of text, so a deliberate <br> (a failure count above its kinds) is no wrap.
+            """() => [...document.querySelectorAll('td.num')].flatMap((cell) => {
+              const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+              const wrapped = [];
+              for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+                if (!node.textContent.trim()) continue;
+                const range = document.createRange();
+                range.selectNodeContents(node);
+                const lines = new Set([...range.getClientRects()].map((box) => Math.round(box.top))).size;
+                if (lines > 1) wrapped.push(node.textContent.trim());
+              }
+              return wrapped;
+            })"""
+        )
+        assert page.locator("td.num").count() > 10
+        assert wrapped == []
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        assert not page.problems, page.problems
+    finally:
+        context.close()
