@@ -24,7 +24,7 @@ from matplotlib.axes import Axes
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter, NullLocator
+from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 from courses.figures.collisions import AROUND_A_POINT, OVER_A_BAR, Label, place_labels, place_legend
 from courses.figures.style import (
@@ -538,6 +538,11 @@ def ttft_cdf_figure(*, records: Sequence[Mapping[str, Any]]) -> tuple[Figure, st
     every = [v for _, values in ordered for v in values]
     if min(every) > 0 and max(every) / min(every) > LOG_SPAN:
         ax.set_xscale("log")
+        # Decades alone leave two or three labels, so a step between them cannot be read off;
+        # 1-2-5 ticks where that many fit, 1-3 over a wider span.
+        decades = math.log10(max(every) / min(every))
+        subs = (1.0, 2.0, 5.0) if decades <= 2.5 else (1.0, 3.0) if decades <= 4 else (1.0,)
+        ax.xaxis.set_major_locator(LogLocator(base=10, subs=subs))
     ax.xaxis.set_major_formatter(FuncFormatter(_seconds_tick))
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlabel("time to first token")
