@@ -24,8 +24,9 @@ from matplotlib.axes import Axes
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter, NullLocator
+from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
+from courses.figures.collisions import AROUND_A_POINT, OVER_A_BAR, Label, place_labels, place_legend
 from courses.figures.style import (
     BLUE,
     FONT_SIZE,
@@ -82,9 +83,17 @@ def main_chart_svg(*, lab_slug: str, summary: Mapping[str, Any], bound: Mapping[
     ``bound`` is the decode speed-of-light, ``{"decode_tokens_per_s": x, "label": "..."}``: the
     subject of the no-sweep chart, and a TPOT floor on charts that plot TPOT.
     """
+    figure, alt = main_chart_figure(lab_slug=lab_slug, summary=summary, bound=bound)
+    return _svg(figure=figure, alt=alt)
+
+
+def main_chart_figure(
+    *, lab_slug: str, summary: Mapping[str, Any], bound: Mapping[str, Any] | None = None
+) -> tuple[Figure, str]:
+    """The main chart as a matplotlib figure and its alt text (main_chart_svg draws it as SVG)."""
     param, steps = sweep_steps(summary=summary)
     if not any(stat(summary=s.summary, metric="ttft_s") is not None for s in steps):
-        return _empty_svg(
+        return _empty_figure(
             title="No successful requests to chart",
             alt="Main chart: the run has no successful requests to chart.",
         )
@@ -107,8 +116,7 @@ def main_chart_svg(*, lab_slug: str, summary: Mapping[str, Any], bound: Mapping[
         draw = _speed_of_light_chart
     else:
         draw = _per_step_chart
-    figure, alt = draw(steps=steps, param=param, bound=bound)
-    return _svg(figure=figure, alt=alt)
+    return draw(steps=steps, param=param, bound=bound)
 
 
 def _output_length_chart(
@@ -120,8 +128,6 @@ def _output_length_chart(
     figure, ax = new_figure()
     _line(ax=ax, xs=xs, ys=ttft, color=BLUE, marker="o", label="P50 TTFT")
     _line(ax=ax, xs=xs, ys=e2e, color=ORANGE, marker="s", label="P50 end-to-end")
-    _annotate_seconds(ax=ax, xs=xs, ys=ttft, color=BLUE)
-    _annotate_seconds(ax=ax, xs=xs, ys=e2e, color=ORANGE)
     _numeric_x(ax=ax, xs=xs, label="max_tokens (output length asked)")
     _seconds_y(ax=ax, values=[*ttft, *e2e])
     first, last = _first_last(xs=xs, ys=ttft)
@@ -134,7 +140,10 @@ def _output_length_chart(
             f"{_int(xs[0])} to {_int(xs[-1])} tokens"
         )
     ax.set_title(headline)
-    legend(ax=ax, loc="upper left")
+    place_legend(ax=ax)
+    place_labels(
+        ax=ax, labels=[*_seconds_labels(xs=xs, ys=ttft, color=BLUE), *_seconds_labels(xs=xs, ys=e2e, color=ORANGE)]
+    )
     alt = (
         f"P50 time to first token and P50 end-to-end time against max_tokens "
         f"({', '.join(_int(x) for x in xs)}): TTFT {_seconds_list(ttft)}; "
@@ -387,9 +396,6 @@ def _prefix_chart(*, steps: list[StepView], param: str | None, bound: Mapping[st
         color=GREY,
         label="P95",
     )
-    for pos, value in zip(positions, p50, strict=True):
-        if value is not None:
-            ax.text(pos, value, _seconds_text(value), ha="center", va="bottom", color=GREY)
     ax.set_xticks(positions, labels=labels)
     ax.set_ylabel("P50 TTFT (bars)")
     ax.yaxis.set_major_formatter(FuncFormatter(_seconds_tick))
@@ -400,7 +406,17 @@ def _prefix_chart(*, steps: list[StepView], param: str | None, bound: Mapping[st
         if ratio is not None
         else "TTFT with and without a shared prefix"
     )
-    legend(ax=ax, loc="upper right")
+    place_legend(ax=ax)
+    # Over each bar, raised past its P95 mark where the two are close.
+    place_labels(
+        ax=ax,
+        labels=[
+            Label(text=_seconds_text(value), xy=(pos, value), color=GREY, offsets=OVER_A_BAR)
+            for pos, value in zip(positions, p50, strict=True)
+            if value is not None
+        ],
+        fontsize=FONT_SIZE,
+    )
     alt = "P50 TTFT per step: " + "; ".join(
         f"{label}: {_seconds_text(v)} (P95 {_seconds_text(w)})" for label, v, w in zip(labels, p50, p95, strict=True)
     )
@@ -430,7 +446,7 @@ def _head_of_line_chart(
         if first and last
         else "Waiting under load: TTFT and queue time per step"
     )
-    legend(ax=ax, loc="upper left")
+    place_legend(ax=ax)
     alt = (
         f"TTFT and client queue time per step ({', '.join(s.key for s in steps)}): P50 TTFT "
         f"{_seconds_list(ttft50)}; P95 TTFT {_seconds_list(ttft95)}; P95 queue "
@@ -463,7 +479,7 @@ def _per_step_chart(*, steps: list[StepView], param: str | None, bound: Mapping[
     ax.set_xticks(positions, labels=labels)
     _seconds_y(ax=ax, values=[*ttft, *e2e])
     ax.set_title("TTFT and end-to-end time per step")
-    legend(ax=ax, loc="upper left")
+    place_legend(ax=ax)
     alt = "P50 TTFT and end-to-end time per step: " + "; ".join(
         f"{label}: {_seconds_text(t)} and {_seconds_text(e)}" for label, t, e in zip(labels, ttft, e2e, strict=True)
     )
@@ -475,13 +491,19 @@ def _per_step_chart(*, steps: list[StepView], param: str | None, bound: Mapping[
 
 def ttft_cdf_svg(*, records: Sequence[Mapping[str, Any]]) -> str:
     """Empirical CDF of TTFT, one line per step, over measured successful requests."""
+    figure, alt = ttft_cdf_figure(records=records)
+    return _svg(figure=figure, alt=alt)
+
+
+def ttft_cdf_figure(*, records: Sequence[Mapping[str, Any]]) -> tuple[Figure, str]:
+    """The TTFT distribution as a matplotlib figure and its alt text."""
     groups: dict[str, list[float]] = {}
     for record in records:
         if record.get("warmup") or record.get("error") or record.get("ttft_s") is None:
             continue
         groups.setdefault(record_step_key(record=record), []).append(float(record["ttft_s"]))
     if not groups:
-        return _empty_svg(
+        return _empty_figure(
             title="No successful requests to chart",
             alt="TTFT distribution: the run has no successful requests.",
         )
@@ -516,15 +538,22 @@ def ttft_cdf_svg(*, records: Sequence[Mapping[str, Any]]) -> str:
     every = [v for _, values in ordered for v in values]
     if min(every) > 0 and max(every) / min(every) > LOG_SPAN:
         ax.set_xscale("log")
+        # Decades alone leave two or three labels, so a step between them cannot be read off;
+        # 1-2-5 ticks where that many fit, 1-3 over a wider span.
+        decades = math.log10(max(every) / min(every))
+        subs = (1.0, 2.0, 5.0) if decades <= 2.5 else (1.0, 3.0) if decades <= 4 else (1.0,)
+        ax.xaxis.set_major_locator(LogLocator(base=10, subs=subs))
     ax.xaxis.set_major_formatter(FuncFormatter(_seconds_tick))
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlabel("time to first token")
     ax.set_ylabel("fraction of requests")
     ax.set_ylim(0, 1.02)
     ax.set_title("TTFT distribution per step")
-    legend(ax=ax, loc="lower right")
+    # Steps' curves cross the whole plot on a noisy run; the legend takes a corner only if one
+    # is clear of them, else it goes under the plot.
+    place_legend(ax=ax)
     alt = "Cumulative distribution of time to first token per step: " + "; ".join(summaries) + "."
-    return _svg(figure=figure, alt=alt)
+    return figure, alt
 
 
 @dataclass(frozen=True, slots=True)
@@ -600,15 +629,24 @@ def timeline_svg(
     evenly spaced sample is drawn (every failed request kept where room allows) and the title
     says so.
     """
+    figure, alt = timeline_figure(records=records, max_requests=max_requests, server_slots=server_slots)
+    return _svg(figure=figure, alt=alt)
+
+
+def timeline_figure(
+    *, records: Sequence[Mapping[str, Any]], max_requests: int = 200, server_slots: int | None = None
+) -> tuple[Figure, str]:
+    """The request timeline as a matplotlib figure and its alt text."""
     bars = _timeline_bars(records=records)
     if not bars:
-        return _empty_svg(title="No requests were sent", alt="Request timeline: no measured request was sent.")
+        return _empty_figure(title="No requests were sent", alt="Request timeline: no measured request was sent.")
     bars, wait_method = _server_waits(bars=bars, server_slots=server_slots)
     total = len(bars)
     errors = sum(1 for b in bars if b.error)
     shown = _sample(bars=bars, limit=max(max_requests, 1))
     rows = len(shown)
-    figure, ax = new_figure(height=min(6.0, 2.6 + rows * 0.02))
+    # Tall enough that the y label fits beside a few rows under a two-row key and a footnote.
+    figure, ax = new_figure(height=min(6.0, 3.2 + rows * 0.02))
     ys = list(range(rows))
     queue = [
         (y, b.queued_from, b.send - b.queued_from) for y, b in zip(ys, shown, strict=True) if b.send > b.queued_from
@@ -667,7 +705,8 @@ def timeline_svg(
     key = figure.legend(
         handles=handles,
         loc="outside upper center" if waited and wait_method else "outside lower center",
-        ncols=len(handles),
+        # Five or six keys in one row run past the figure's edges; three a row fit.
+        ncols=min(len(handles), 3),
         frameon=False,
         fontsize=FONT_SIZE - 1,
     )
@@ -683,7 +722,7 @@ def timeline_svg(
             else ""
         )
     )
-    return _svg(figure=figure, alt=alt)
+    return figure, alt
 
 
 def _mark_steps(*, ax: Axes, bars: Sequence[_Bar], span: float) -> None:
@@ -787,8 +826,14 @@ def compare_svg(*, runs: Sequence[Mapping[str, Any]], lab_slug: str | None = Non
     is about. Runs that swept a different parameter than the first one cannot share its x axis;
     they are left out and the title says how many.
     """
+    figure, alt = compare_figure(runs=runs, lab_slug=lab_slug)
+    return _svg(figure=figure, alt=alt)
+
+
+def compare_figure(*, runs: Sequence[Mapping[str, Any]], lab_slug: str | None = None) -> tuple[Figure, str]:
+    """The comparison as a matplotlib figure and its alt text."""
     if not runs:
-        return _empty_svg(title="No runs to compare", alt="Comparison: no runs were given.")
+        return _empty_figure(title="No runs to compare", alt="Comparison: no runs were given.")
     param = runs[0]["summary"].get("sweep_param")
     kept = [r for r in runs if r["summary"].get("sweep_param") == param]
     skipped = len(runs) - len(kept)
@@ -840,9 +885,9 @@ def compare_svg(*, runs: Sequence[Mapping[str, Any]], lab_slug: str | None = Non
     if skipped:
         title += f" ({skipped} left out: a different sweep)"
     ax.set_title(title)
-    legend(ax=ax, loc="best")
+    place_legend(ax=ax)
     alt = f"{metric_name} per step for {len(kept)} runs: " + "; ".join(described) + "."
-    return _svg(figure=figure, alt=alt)
+    return figure, alt
 
 
 def _compare_metric(
@@ -879,11 +924,11 @@ def _svg(*, figure: Figure, alt: str) -> str:
     return svg.replace(_PREFIX_PLACEHOLDER, f"lc{digest}")
 
 
-def _empty_svg(*, title: str, alt: str) -> str:
+def _empty_figure(*, title: str, alt: str) -> tuple[Figure, str]:
     figure, ax = new_figure(height=2.0)
     ax.set_axis_off()
     ax.text(0.5, 0.5, title, ha="center", va="center", color=GREY, transform=ax.transAxes)
-    return _svg(figure=figure, alt=alt)
+    return figure, alt
 
 
 def _twin(*, ax: Axes) -> Axes:
@@ -1005,18 +1050,12 @@ def _from_zero(ax: Axes) -> None:
     ax.set_ylim(bottom=0, top=top * 1.15 if math.isfinite(top) and top > 0 else None)
 
 
-def _annotate_seconds(*, ax: Axes, xs: Sequence[float], ys: Sequence[float | None], color: str) -> None:
-    for x, y in zip(xs, ys, strict=True):
-        if y is not None:
-            ax.annotate(
-                _seconds_text(y),
-                xy=(x, y),
-                xytext=(0, 7),
-                textcoords="offset points",
-                ha="center",
-                color=color,
-                fontsize=8,
-            )
+def _seconds_labels(*, xs: Sequence[float], ys: Sequence[float | None], color: str) -> list[Label]:
+    return [
+        Label(text=_seconds_text(y), xy=(x, y), color=color, offsets=AROUND_A_POINT)
+        for x, y in zip(xs, ys, strict=True)
+        if y is not None
+    ]
 
 
 def _ordered_groups(*, groups: dict[str, list[float]]) -> list[tuple[str, list[float]]]:

@@ -7,6 +7,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MultipleLocator
 
+from courses.figures.collisions import OVER_A_BAR, Label, Offset, leader_offsets, place_labels, place_legend
 from courses.figures.registry import Arg, figure
 from courses.figures.style import (
     BLUE,
@@ -25,6 +26,26 @@ from courses.inference.specs import Gpu, Model
 from courses.inference.units import format_seconds, significant
 
 GIB = 1024**3
+
+# Where a line's end label may go, preferred first: beside the end point, then around it. A line
+# that runs to the right edge has no room on its right.
+TRUNCATED_END = (
+    Offset(6, 0, "left", "center"),
+    Offset(-4, 6, "right", "bottom"),
+    Offset(6, 6, "left", "bottom"),
+    Offset(6, -6, "left", "top"),
+    Offset(-4, -6, "right", "top"),
+    Offset(-4, 16, "right", "bottom"),
+    Offset(6, 16, "left", "bottom"),
+    # Where other lines crowd the end point, a leader line to the nearest clear spot.
+    *leader_offsets(),
+)
+FULL_END = (
+    Offset(-4, 6, "right", "bottom"),
+    Offset(-8, 0, "right", "center"),
+    Offset(-4, -6, "right", "top"),
+    Offset(-4, 16, "right", "bottom"),
+)
 
 ROOFLINE_PRECISIONS = ("bf16", "fp16", "fp8", "int8")
 
@@ -107,13 +128,15 @@ def roofline(*, gpu: Gpu, precision: str, model: Model | None) -> Figure:
         fontsize=9,
         in_layout=False,
     )
+    # Right of the ridge line, over the flat roof: left of it the dotted line would strike it.
     ax.text(
-        10**4.5,
+        ridge * 1.25,
         peak.flops / 1e12 * 1.6,
-        "compute-bound: time = FLOPs ÷ peak",
+        "compute-bound:\ntime = FLOPs ÷ peak",
         color=GREY,
         fontsize=9,
-        ha="right",
+        ha="left",
+        va="bottom",
         in_layout=False,
     )
 
@@ -152,13 +175,14 @@ def roofline(*, gpu: Gpu, precision: str, model: Model | None) -> Figure:
             )
     ax.set_xlabel("Arithmetic intensity (FLOP per byte read from memory)")
     ax.set_ylabel("Attainable TFLOP/s")
-    ax.set_ylim(peak.flops / 1e12 * 1e-4, peak.flops / 1e12 * 4)
+    # Headroom over the roof for the two-line compute-bound label.
+    ax.set_ylim(peak.flops / 1e12 * 1e-4, peak.flops / 1e12 * 12)
     _title(
         figure=fig,
         text=f"{gpu.name}: {significant(value=peak.flops / 1e12, digits=4, strip=True)} TFLOP/s "
         f"{peak.label} dense, {significant(value=bandwidth / 1e12, digits=3, strip=True)} TB/s",
     )
-    legend(ax=ax, loc="lower right")
+    place_legend(ax=ax)
     return fig
 
 
@@ -308,6 +332,7 @@ def decode_batch_scaling(
 )
 def kv_cache_growth(*, models: tuple[Model, ...], kv_precision: str, max_context: int) -> Figure:
     fig, ax = new_figure()
+    ends: list[Label] = []
     for colour, model in zip(SERIES, models, strict=False):
         end = min(max_context, model.max_context)
         # Piecewise linear: every layer grows up to the sliding window (if any), then only the
@@ -330,25 +355,20 @@ def kv_cache_growth(*, models: tuple[Model, ...], kv_precision: str, max_context
         )
         ax.plot(contexts, gib, color=colour, linewidth=2.2, label=label)
         ax.plot([end], [gib[-1]], "o", color=colour, markersize=5)
+        # A line that stops short of the axis says where it stops; the label goes beside the
+        # end point where no other model's line runs through it.
         if end < max_context:
-            ax.annotate(
-                f"{significant(value=gib[-1])} GiB at its max context",
-                xy=(end, gib[-1]),
-                xytext=(6, -3),
-                textcoords="offset points",
-                ha="left",
-                color=colour,
-                fontsize=9,
+            ends.append(
+                Label(
+                    text=f"{significant(value=gib[-1])} GiB at its max context",
+                    xy=(end, gib[-1]),
+                    color=colour,
+                    offsets=TRUNCATED_END,
+                )
             )
         else:
-            ax.annotate(
-                f"{significant(value=gib[-1])} GiB",
-                xy=(end, gib[-1]),
-                xytext=(-4, 6),
-                textcoords="offset points",
-                ha="right",
-                color=colour,
-                fontsize=9,
+            ends.append(
+                Label(text=f"{significant(value=gib[-1])} GiB", xy=(end, gib[-1]), color=colour, offsets=FULL_END)
             )
     ax.set_xlim(0, max_context * 1.02)
     ax.set_ylim(bottom=0)
@@ -369,6 +389,7 @@ def kv_cache_growth(*, models: tuple[Model, ...], kv_precision: str, max_context
         text="Per token: 2 (K and V) × layers × KV heads × head dim × bytes; MLA caches "
         "layers × (latent + RoPE key); sliding-window layers stop growing at their window.",
     )
+    place_labels(ax=ax, labels=ends, fontsize=9)
     return fig
 
 
@@ -559,7 +580,6 @@ def prefill_decode_timeline(
         text=f"{model.name} bf16 on {gpu.name}: {prompt_tokens:,}-token prompt, {output_tokens:,} "
         "tokens out",
     )
-    legend(ax=ax, loc="upper right", ncols=2)
     step_text = (
         f"The first token comes out of prefill; each of the {len(steps)} decode steps that follow "
         f"takes ≥ {format_seconds(value=steps[0].step_seconds)}. "
@@ -571,6 +591,7 @@ def prefill_decode_timeline(
         text=step_text + "Speeds of light: no queueing, launch overhead or sampling time; "
         "real engines are slower.",
     )
+    place_legend(ax=ax, ncols=2)
     return fig
 
 
@@ -674,13 +695,14 @@ def moe_weights_read(*, models: tuple[Model, ...], max_batch: int) -> Figure:
     ax.set_xlabel("Tokens in the decode step (batch size)")
     ax.set_ylabel("Weights read per step (% of all)")
     ax.set_title("A batch reads the union of its tokens' experts")
-    legend(ax=ax, loc="lower right")
     note(
         figure=fig,
         text="Uniform, independent routing: expected distinct experts per MoE layer "
         "E × (1 − (1 − k/E)^B). Real routers are skewed, which lowers the union but loads some "
         "experts (and GPUs) more than others.",
     )
+    # The curves fill every corner; below the plot the long labels need a column of their own.
+    place_legend(ax=ax, below_columns=1)
     return fig
 
 
@@ -708,17 +730,6 @@ def weight_formats(*, gpu: Gpu, model: Model) -> Figure:
     fig, ax = new_figure()
     positions = np.arange(len(FORMAT_ORDER))
     bars = ax.bar(positions, sizes, color=[BLUE, GREEN, ORANGE, PURPLE, RED], width=0.6)
-    for bar, size, rate in zip(bars, sizes, rates, strict=True):
-        ax.annotate(
-            f"{significant(value=size)} GB\n≤ {significant(value=rate)} tok/s",
-            xy=(bar.get_x() + bar.get_width() / 2, size),
-            xytext=(0, 3),
-            textcoords="offset points",
-            ha="center",
-            va="bottom",
-            color=GREY,
-            fontsize=9,
-        )
     ax.axhline(gpu.memory_bytes / 1e9, color=RED, linestyle="--", linewidth=1.2)
     ax.annotate(
         f"{gpu.name}: {gpu.memory_label}",
@@ -737,6 +748,20 @@ def weight_formats(*, gpu: Gpu, model: Model) -> Figure:
         figure=fig,
         text="Bits per weight: FP8 8, INT4 4 + 16/128, NVFP4 4 + 8/16, MXFP4 4 + 8/32; embeddings "
         "and LM head stay BF16. Bound = bytes read per step ÷ bandwidth (KV cache not counted).",
+    )
+    # Over each bar, raised past the GPU's memory line where that line would strike it.
+    place_labels(
+        ax=ax,
+        labels=[
+            Label(
+                text=f"{significant(value=size)} GB\n≤ {significant(value=rate)} tok/s",
+                xy=(bar.get_x() + bar.get_width() / 2, size),
+                color=GREY,
+                offsets=OVER_A_BAR,
+            )
+            for bar, size, rate in zip(bars, sizes, rates, strict=True)
+        ],
+        fontsize=9,
     )
     return fig
 

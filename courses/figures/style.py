@@ -16,6 +16,7 @@ from typing import Any
 import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.legend import Legend
 
 # Set once at import, never toggled per render. An explicit backend stops matplotlib from
 # importing pyplot to pick one the first time anything iterates rcParams (boxplot does); text
@@ -68,12 +69,13 @@ def style_axes(*, ax: Axes) -> None:
     ax.set_axisbelow(True)
 
 
-def legend(*, ax: Axes, **options: object) -> None:
+def legend(*, ax: Axes, **options: object) -> Legend:
     options.setdefault("fontsize", FONT_SIZE - 1)
     options.setdefault("frameon", False)
     chart_legend = ax.legend(**options)
     for text in chart_legend.get_texts():
         text.set_color(GREY)
+    return chart_legend
 
 
 def note(*, figure: Figure, text: str) -> None:
@@ -108,6 +110,8 @@ def to_svg(*, figure: Figure, alt: str, id_prefix: str) -> str:
     opening = _SIZE_ATTRIBUTE.sub("", svg[:opening_end])
     label = html.escape(alt, quote=True)
     opening += f' id="{id_prefix}" role="img" aria-label="{label}" class="figure-svg"'
-    opening += ' style="max-width:100%;height:auto"'
+    # The drawn width in points (the viewBox's unit), for the phone layout's minimum width.
+    width_points = figure.get_figwidth() * 72
+    opening += f' style="height:auto;--figure-width:{width_points:g}px"'
     title = f'<title id="{id_prefix}-title">{html.escape(alt, quote=False)}</title>'
     return f"{opening}>{title}{svg[opening_end + 1 :]}".strip()

@@ -67,6 +67,9 @@ def format_flops(*, value: float, per_second: bool = True) -> str:
 
 
 def format_seconds(*, value: float) -> str:
+    if value < 0:
+        # A fitted line's intercept can fall below zero: -0.19 s reads "−195 ms", not "-194,547 µs".
+        return f"−{format_seconds(value=-value)}"
     if value >= 1:
         return f"{significant(value=value, digits=3)} s"
     if value >= 1e-3:

@@ -4,6 +4,7 @@ from django.template import Context, Template
 
 from courses.inference.units import (
     MISSING,
+    format_seconds,
     milliseconds_or_missing,
     number_or_missing,
     percent_or_missing,
@@ -40,3 +41,10 @@ def test_present_values_keep_their_units_and_precision():
     assert percent_or_missing(0.42) == "42%"
     assert number_or_missing(1024.0) == "1,024"
     assert number_or_missing(3.14159) == "3.14"
+
+
+def test_a_negative_duration_reads_in_the_unit_of_its_size():
+    # A prompt-length fit whose line crosses zero tokens below zero: the finding quotes the intercept.
+    assert format_seconds(value=-0.1947) == "−195 ms"
+    assert format_seconds(value=-2.5) == "−2.50 s"
+    assert format_seconds(value=0.1947) == "195 ms"

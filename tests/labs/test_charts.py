@@ -173,6 +173,17 @@ def test_cdf_has_one_line_per_step_with_n_in_sweep_order():
     assert "n=6" not in text  # the warm-up is not counted
 
 
+def test_cdf_on_a_log_axis_labels_ticks_between_the_decades():
+    # 20 ms to 2 s: decade ticks alone would label only 100 ms and 1.00 s.
+    steps = [
+        sequential(params={"prompt_tokens": p}, n=5, ttft=t, tpot=0.01, tokens=8, jitter=0.2, seed=p)
+        for p, t in ((16, 0.02), (256, 0.15), (2048, 1.8))
+    ]
+    text = f"| {texts_of(parse(charts.ttft_cdf_svg(records=[r.to_dict() for s in steps for r in s])))} |"
+    for tick in ("20.0 ms", "50.0 ms", "100 ms", "200 ms", "500 ms", "1.00 s", "2.00 s"):
+        assert f"| {tick} |" in text
+
+
 def test_timeline_places_steps_one_after_another_and_marks_failures():
     first = sequential(params={"max_tokens": 128}, n=3, ttft=0.04, tpot=0.01, tokens=128)
     second = sequential(params={"max_tokens": 512}, n=3, ttft=0.04, tpot=0.01, tokens=512)
