@@ -1,17 +1,21 @@
 """Where a signed-in page's CPU goes, request by request, inside one Django process.
 
-    python bench/profile_pages.py [--requests 200] [--top 0]
+    python bench/profile_pages.py [--requests 200] [--top 0] [--miss]
 
-It builds a throwaway site (fresh PREFILL_VAR_DIR: migrate, sync_content, collectstatic; a cache key prefix of
-its own in Redis), signs a learner in, and in one child process (DEBUG off, the production
-middleware, sessions from Redis) sends each page ``--requests`` times through Django's WSGI
-handler with the learner's session cookie, after a warm-up. For each page it prints the process
-CPU milliseconds per request and, from cProfile, the split: session load, auth user load, the
-view (which includes the first three, loaded lazily when the view first reads the user), and the
-rest of the handler (middleware, request and response objects).
-The static file and the anonymous lesson page go through the same handler for comparison.
+It builds a throwaway site (fresh PREFILL_VAR_DIR: migrate, sync_content, collectstatic; a cache
+key prefix of its own in Redis), signs a learner in, and in one child process (DEBUG off, the
+production middleware, sessions from Redis) sends each page ``--requests`` times through Django's
+handler (the test client) with the learner's session cookie, after a warm-up. For each page it
+prints the process CPU milliseconds per request and, from cProfile, the split: the whole handler,
+session load, auth user load (which includes the session), templates, ORM queries, the view
+(which includes those four when it runs: the session and user load lazily), and the rest of the
+handler (middleware, URL resolving, request and response objects, a kept page's lookup).
+The anonymous lesson page goes through the same handler for comparison.
 cProfile's own overhead inflates the split; the "CPU ms/req" column is taken in a second pass
-without it. ``--top N`` also prints the N functions with the most own time per page.
+without it. ``--top N`` also prints the N functions with the most own time per page. A reload
+of a signed-in page is served from the learner's kept copy (core.page_cache) where there is one;
+``--miss`` renews the learner's token before every request (as a write of theirs would), so every
+request renders the page: what a learner's first visit, or the first after a write, costs.
 """
 
 from __future__ import annotations
@@ -55,6 +59,11 @@ pages = eval(os.environ["PROFILE_PAGES"])
 categories = eval(os.environ["PROFILE_CATEGORIES"])
 count = int(os.environ["PROFILE_REQUESTS"])
 top = int(os.environ["PROFILE_TOP"])
+miss = os.environ["PROFILE_MISS"] == "1"
+try:
+    from core.learner_state import renew_learner_state
+except ImportError:  # a checkout from before core.page_cache renders every request anyway
+    renew_learner_state = lambda **kwargs: None
 user = get_user_model().objects.create_user(username="profile-learner", password=None)
 signed_in = Client(HTTP_HOST="127.0.0.1")
 signed_in.force_login(user, backend="django.contrib.auth.backends.ModelBackend")
@@ -74,11 +83,15 @@ for label, (path, is_signed_in) in pages.items():
         assert response.status_code == 200, (path, response.status_code)
     started = cpu()
     for _ in range(count):
+        if miss:
+            renew_learner_state(user_ids=[user.pk])
         browser.get(path)
     cpu_ms = 1000 * (cpu() - started) / count
     profile = cProfile.Profile()
     profile.enable()
     for _ in range(count):
+        if miss:
+            renew_learner_state(user_ids=[user.pk])
         browser.get(path)
     profile.disable()
     stats = pstats.Stats(profile)
@@ -111,6 +124,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=200, help="requests per page and pass (default 200)")
     parser.add_argument("--top", type=int, default=0, help="also print the N functions with most own time")
+    parser.add_argument("--miss", action="store_true", help="render every signed-in request (no kept page)")
     args = parser.parse_args()
     stop_on_sigterm()
     with bench_site(name="profile") as site:
@@ -122,12 +136,14 @@ def main() -> int:
             "PROFILE_CATEGORIES": repr(CATEGORIES),
             "PROFILE_REQUESTS": str(args.requests),
             "PROFILE_TOP": str(args.top),
+            "PROFILE_MISS": "1" if args.miss else "0",
         }
         done = subprocess.run([PYTHON, "-c", CHILD], cwd=ROOT, env=env, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise RuntimeError(f"the profiling child failed:\n{done.stdout}{done.stderr}")
     print(
-        f"\n{args.requests} requests per page through Django's handler, one process; ms per request "
+        f"\n{args.requests} requests per page through Django's handler, one process"
+        f"{', every signed-in one rendered (--miss)' if args.miss else ''}; ms per request "
         f"(split from cProfile, which inflates it; 'CPU' is measured without it)"
     )
     header = ["page", "CPU", "handler", *(label for label, _s, _f in CATEGORIES), "view", "rest"]
