@@ -8,7 +8,7 @@ engine); serving the same bytes again costs a dict lookup. A page is kept per
 so it can only ever be served to the browser it was rendered for, and it is dropped (missed, then
 evicted) when the content changes (core.versions: sync_content) or when anything of the learner's
 changes (core.learner_state: progress, answers, reveals, review cards, runs, the account itself).
-A hit costs two Redis GETs (the session, the learner's token) and no query. Pages that also show
+A hit costs one Redis round trip (the session and the learner's token in one MGET) and no query. Pages that also show
 what is not the learner's own (the lab's engines, the review queue's due dates) are kept at most
 ``max_age_s``.
 
@@ -25,9 +25,10 @@ from functools import wraps
 
 from django.conf import settings
 from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY
+from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 
-from core.learner_state import learner_state_token
+from core.learner_state import LEARNER_STATE_KEY, learner_state_token
 from core.lru import BoundedLRU
 from core.versions import content_version
 
@@ -47,6 +48,33 @@ class KeptPage:
 
 
 _pages = BoundedLRU(max_items=PAGES_PER_PROCESS)
+# Session key -> the learner it was signed in as, so a kept page's two reads go in one round trip.
+_session_learners = BoundedLRU(max_items=4 * PAGES_PER_PROCESS)
+
+
+def _session_and_token(*, request: HttpRequest, session_key: str) -> tuple[dict, str | None]:
+    """The session's data and the learner's token. For a session seen before, whose learner is
+    known, both come in one Redis round trip (MGET); otherwise the session loads as usual, then
+    the token. A session key belongs to one learner for its whole life (a login gets a new key),
+    and the data read here is checked for that learner before it is used."""
+    session = request.session
+    user_id = _session_learners.get(session_key)
+    cache_key = getattr(session, "cache_key_prefix", None)
+    if user_id is not None and cache_key is not None and settings.SESSION_CACHE_ALIAS == "default":
+        token_key = LEARNER_STATE_KEY.format(user_id=user_id)
+        values = cache.get_many([cache_key + session_key, token_key])
+        data = values.get(cache_key + session_key)
+        if isinstance(data, dict) and data.get(SESSION_KEY) == user_id and values.get(token_key) is not None:
+            # What SessionBase._get_session() does after load(): the view and the middleware
+            # read this dict, and the response varies on the cookie.
+            session._session_cache = data
+            session.accessed = True
+            return data, values[token_key]
+    user_id = session.get(SESSION_KEY)
+    if user_id is None:
+        return {}, None
+    _session_learners.put(session_key, user_id)
+    return session._session_cache, learner_state_token(user_id=int(user_id))
 
 
 def _page_key(*, request: HttpRequest, view_name: str) -> str | None:
@@ -54,14 +82,11 @@ def _page_key(*, request: HttpRequest, view_name: str) -> str | None:
     if request.method != "GET" or getattr(request, "htmx", False):
         return None
     session_key = request.COOKIES.get(settings.SESSION_COOKIE_NAME)
-    if not session_key or MESSAGES_COOKIE in request.COOKIES:
+    if not session_key or MESSAGES_COOKIE in request.COOKIES or request.session.session_key is None:
         return None
-    session = request.session
+    session, token = _session_and_token(request=request, session_key=session_key)
     user_id = session.get(SESSION_KEY)
-    if user_id is None or MESSAGES_SESSION_KEY in session:
-        return None
-    token = learner_state_token(user_id=int(user_id))
-    if token is None:
+    if user_id is None or token is None or MESSAGES_SESSION_KEY in session:
         return None
     csrf_cookie = request.COOKIES.get(settings.CSRF_COOKIE_NAME, "")
     parts = (
@@ -135,3 +160,4 @@ def per_learner_page(*, max_age_s: float) -> Callable:
 def forget_kept_pages() -> None:
     """Drop this process's pages (tests: each has its own cache namespace)."""
     _pages.clear()
+    _session_learners.clear()
