@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from accounts import services
 from accounts.forms import DeleteAccountForm, SignUpForm
 from accounts.selectors import learner_activity, learner_data_counts
+from core.page_cache import per_learner_page
 
 
 @require_http_methods(["GET", "POST"])
@@ -26,6 +27,7 @@ def signup(request: HttpRequest) -> HttpResponse:
     return render(request, "accounts/signup.html", {"form": form})
 
 
+@per_learner_page(max_age_s=60)
 @login_required
 def me(request: HttpRequest) -> HttpResponse:
     return render(request, "accounts/me.html", learner_activity(user=request.user))

@@ -3,6 +3,7 @@ from datetime import timedelta
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 
+from core.learner_state import renew_learner_state
 from courses.models import Lesson, LessonProgress
 
 # Reloading the lesson a learner is already on need not write: "continue where you left off"
@@ -27,12 +28,14 @@ def record_lesson_view(
         progress = LessonProgress(user=user, lesson=lesson, last_viewed_at=now)
         # One INSERT that yields to a row the learner's other tab created a moment ago.
         LessonProgress.objects.bulk_create([progress], ignore_conflicts=True)
+        renew_learner_state(user_ids=[user.pk])
         return progress
     viewed = [row.last_viewed_at for row in known.values() if row.last_viewed_at is not None]
     last_viewed = progress.last_viewed_at is not None and progress.last_viewed_at == max(viewed)
     if last_viewed and now - progress.last_viewed_at < VIEW_REWRITE_AFTER:
         return progress
     LessonProgress.objects.filter(pk=progress.pk).update(last_viewed_at=now)
+    renew_learner_state(user_ids=[user.pk])
     progress.last_viewed_at = now
     return progress
 

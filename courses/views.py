@@ -7,6 +7,7 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
+from core.page_cache import per_learner_page
 from core.shared import shared_part
 from courses import selectors, services
 from courses.models import Course
@@ -37,6 +38,9 @@ ANONYMOUS_PAGE_TTL_S = 10.0
 _anonymous_pages: dict[str, tuple[float, bytes]] = {}
 
 
+# Kept no longer than a reload goes without noting the view (services.VIEW_REWRITE_AFTER), so
+# "continue where you left off" stays right; any other lesson's view renews the learner's token.
+@per_learner_page(max_age_s=services.VIEW_REWRITE_AFTER.total_seconds())
 @require_GET
 def lesson_detail(request: HttpRequest, lesson_slug: str) -> HttpResponse:
     cacheable = not request.user.is_authenticated and not request.htmx and "messages" not in request.COOKIES

@@ -25,6 +25,7 @@ from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, close_old_connections, connection, transaction
 from django.utils import timezone
 
+from core.learner_state import renew_learner_state
 from labs.models import InferenceTarget, LabRun, RunRequest
 from labs.plans import PlanError, Step, build_steps, planned_requests, planned_warmups
 from labs.selectors import charts_for
@@ -513,4 +514,5 @@ def _finish(run: LabRun, *, status: str, error: str, finished_at: datetime | Non
         ),
         what=f"finishing run {run.pk}",
     )
+    renew_learner_state(user_ids=[run.user_id])
     run.status, run.error, run.finished_at = status, error, finished_at

@@ -6,6 +6,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from core.access import staff_only
+from core.page_cache import per_learner_page
 from core.shared import shared_part
 from courses.selectors import lesson_ref_link
 from labs import selectors, services
@@ -46,6 +47,9 @@ def _lab_page(slug: str) -> dict | None:
     return shared_part(name=f"lab-page:{slug}", build=build)
 
 
+# The run form shows every learner's engines (targets, the local build's progress), which are not
+# the learner's own: kept a few seconds at most.
+@per_learner_page(max_age_s=5)
 @require_http_methods(["GET", "POST"])
 def lab_detail(request: HttpRequest, lab_slug: str) -> HttpResponse:
     page = _lab_page(lab_slug)

@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from core.learner_state import renew_learner_state
 from core.queueing import send
 from questions.grading import grade
 from questions.grading.judge import combine, judge
@@ -115,6 +116,7 @@ def _enqueue_judge(*, attempt_id: int) -> None:
         send(task_name=JUDGE_ATTEMPT_TASK, kwargs={"attempt_id": attempt_id})
     except Exception:
         Attempt.objects.filter(pk=attempt_id).update(judge_status=Attempt.JudgeStatus.FAILED)
+        renew_learner_state(user_ids=Attempt.objects.filter(pk=attempt_id).values_list("user_id", flat=True))
 
 
 def apply_judge(*, attempt_id: int) -> Attempt:
@@ -154,6 +156,7 @@ def apply_judge(*, attempt_id: int) -> Attempt:
             flagged_for_review=bool(disagreements),
         )
     Attempt.objects.filter(pk=attempt.pk).update(**fields)
+    renew_learner_state(user_ids=[attempt.user_id])
     attempt.refresh_from_db()
     return attempt
 
@@ -175,6 +178,7 @@ def settle_stale_judgements() -> list[int]:
     Attempt.objects.filter(pk__in=stale, judge_status=Attempt.JudgeStatus.PENDING).update(
         judge_status=Attempt.JudgeStatus.FAILED, judge_result={"ok": False, "error": JUDGE_LOST_MESSAGE}
     )
+    renew_learner_state(user_ids=Attempt.objects.filter(pk__in=stale).values_list("user_id", flat=True).distinct())
     return stale
 
 

@@ -7,6 +7,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from core.page_cache import per_learner_page
 from core.shared import shared_part
 from courses import views as lesson_views
 from courses.selectors import lesson_ref_link, lesson_ref_section
@@ -109,6 +110,7 @@ def _question_context(request: HttpRequest, question: Question, *, form=None, fo
     }
 
 
+@per_learner_page(max_age_s=300)
 @require_http_methods(["GET", "POST"])
 def question_detail(request: HttpRequest, question_slug: str) -> HttpResponse:
     question = _live_question(question_slug)
@@ -197,6 +199,8 @@ def attempt_detail(request: HttpRequest, attempt_id: int) -> HttpResponse:
     return render(request, "questions/attempt.html", context)
 
 
+# Due labels ("due now", "due 3 minutes ago") move with the clock: kept half a minute at most.
+@per_learner_page(max_age_s=30)
 @login_required
 @require_GET
 def review(request: HttpRequest) -> HttpResponse:

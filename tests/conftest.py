@@ -113,6 +113,7 @@ def isolated_cache(settings):
 @pytest.fixture(autouse=True)
 def fresh_page_caches():
     """Per-process page caches must not carry one test's database state into the next."""
+    from core.page_cache import forget_kept_pages
     from core.shared import forget_local_parts
     from core.versions import forget_content_version
     from courses import selectors as course_selectors
@@ -122,3 +123,4 @@ def fresh_page_caches():
     course_selectors._LOCAL_RENDER_CACHE.clear()
     forget_local_parts()
     forget_content_version()
+    forget_kept_pages()
