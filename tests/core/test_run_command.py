@@ -163,10 +163,16 @@ def test_sigterm_to_the_process_group_of_make_worker_stops_every_celery_process(
     )
     try:
         tree = _wait_for_processes(make, wanted=["redis-server", "worker -Q default", "beat"], timeout_s=90)
-        # Celery's prefork pool: the worker's own children must go too.
-        time.sleep(3)
-        tree |= _children_of(make.pid)
-        assert len([line for line in _command_lines(tree) if "celery" in line]) >= 3
+        # Celery's prefork pool: the worker's own children must go too. They fork once the worker
+        # has imported the project, which takes longer on a loaded machine: wait for them.
+        deadline = time.monotonic() + 60
+        while True:
+            tree |= _children_of(make.pid)
+            celery = [line for line in _command_lines(tree) if "celery" in line]
+            if len(celery) >= 3 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert len(celery) >= 3, celery
         _kill_group_and_expect_nothing_left(make, tree)
     finally:
         make.wait(timeout=30)
