@@ -20,7 +20,6 @@ import os
 import struct
 import threading
 from dataclasses import dataclass
-from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +31,10 @@ MAX_TOKENS = 128
 _LAYERS = 6
 _HEADS = 12
 _EPSILON = 1e-12
+_SQRT_2_OVER_PI = float(np.sqrt(2.0 / np.pi))
+_GELU_CUBIC = 0.044715
+# Added to the attention scores of padding keys: exp() of it is exactly 0 in float32.
+_MASKED = -1e30
 
 
 def model_dir() -> Path:
@@ -70,16 +73,23 @@ def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarr
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:
-    # BERT's exact GELU, x * Phi(x); erf from the Abramowitz-Stegun 7.1.26 approximation
-    # (error < 1.5e-7, far below float32 noise in the result).
-    z = x / np.float32(np.sqrt(2.0))
-    sign = np.sign(z)
-    a = np.abs(z)
-    t = 1.0 / (1.0 + 0.3275911 * a)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027
-                                                                        + t * 1.061405429))))
-    erf = sign * (1.0 - poly * np.exp(-a * a))
-    return (0.5 * x * (1.0 + erf)).astype(np.float32)
+    """BERT's GELU, x * Phi(x), in its tanh form, computed in place on float32.
+
+    The tanh form differs from the erf form by at most 5e-4 per activation, which moves a
+    sentence vector by less than float32 noise matters to a cosine threshold (measured on every
+    sentence of the evaluation set: cosines to the erf form above 0.99999). It is one numpy
+    ufunc (tanh) plus four in-place multiplies and adds, where the erf polynomial took twelve
+    temporaries: the activation was a third of the forward pass and is now a twentieth.
+    """
+    inner = x * x
+    inner *= np.float32(_GELU_CUBIC * _SQRT_2_OVER_PI)
+    inner += np.float32(_SQRT_2_OVER_PI)
+    inner *= x
+    np.tanh(inner, out=inner)
+    inner += np.float32(1.0)
+    inner *= x
+    inner *= np.float32(0.5)
+    return inner
 
 
 @dataclass(frozen=True)
@@ -155,35 +165,52 @@ class SentenceEncoder:
 
         The sequences are run together, each attending only to itself: the token-wise
         matmuls see every token at once (one large matmul is several times faster than many
-        small ones), and no sequence is padded, so each result is what it would be alone.
+        small ones), and attention runs as one batched matmul over the sequences laid out
+        side by side with padding keys masked to zero weight, so each result is what it
+        would be alone (up to float32 rounding) and no Python loop runs per sentence.
         """
-        lengths = [len(ids) for ids in sequences]
-        bounds = np.cumsum([0, *lengths])
-        flat = [token for ids in sequences for token in ids]
-        positions = np.concatenate([np.arange(n) for n in lengths])
-        x = self._words[flat] + self._positions[positions] + self._type0
-        x = _layer_norm(x, *self._norm)
-        scale = np.float32(1.0 / np.sqrt(self._head_width))
+        lengths = np.array([len(ids) for ids in sequences])
+        count, longest = len(sequences), int(lengths.max())
+        bounds = np.concatenate([[0], np.cumsum(lengths)])
+        flat = np.fromiter((token for ids in sequences for token in ids), dtype=np.int64)
         total = len(flat)
+        # Where each token sits in the padded (sequence, position) layout.
+        row = np.repeat(np.arange(count), lengths)
+        column = np.arange(total) - np.repeat(bounds[:-1], lengths)
+        x = self._words[flat] + self._positions[column] + self._type0
+        x = _layer_norm(x, *self._norm)
+        padding = np.where(
+            np.arange(longest)[None, :] < lengths[:, None], np.float32(0.0), np.float32(_MASKED),
+        ).astype(np.float32)[:, None, None, :]  # (sequences, 1, 1, keys)
+        scale = np.float32(1.0 / np.sqrt(self._head_width))
+        padded = np.zeros((count, longest, 3, _HEADS, self._head_width), dtype=np.float32)
         for layer in self._layers:
-            qkv = (x @ layer.qkv_weight + layer.qkv_bias).reshape(
-                total, 3, _HEADS, self._head_width,
+            qkv = x @ layer.qkv_weight
+            qkv += layer.qkv_bias
+            padded[row, column] = qkv.reshape(total, 3, _HEADS, self._head_width)
+            heads = padded.transpose(2, 0, 3, 1, 4)  # (3, sequences, heads, positions, width)
+            query, key, value = heads[0], heads[1], heads[2]
+            scores = query @ key.transpose(0, 1, 3, 2)
+            scores *= scale
+            scores += padding
+            scores -= scores.max(axis=-1, keepdims=True)
+            np.exp(scores, out=scores)
+            scores /= scores.sum(axis=-1, keepdims=True)
+            context = (scores @ value).transpose(0, 2, 1, 3)[row, column].reshape(
+                total, self._width,
             )
-            context = np.empty((total, self._width), dtype=np.float32)
-            for begin, end in pairwise(bounds):
-                heads = qkv[begin:end].transpose(1, 2, 0, 3)
-                query, key, value = heads[0], heads[1], heads[2]
-                scores = (query @ key.transpose(0, 2, 1)) * scale
-                scores -= scores.max(axis=-1, keepdims=True)
-                np.exp(scores, out=scores)
-                scores /= scores.sum(axis=-1, keepdims=True)
-                context[begin:end] = (scores @ value).transpose(1, 0, 2).reshape(
-                    end - begin, self._width,
-                )
-            x = _layer_norm(x + context @ layer.out_weight + layer.out_bias, *layer.norm1)
-            hidden = _gelu(x @ layer.up_weight + layer.up_bias)
-            x = _layer_norm(x + hidden @ layer.down_weight + layer.down_bias, *layer.norm2)
-        return [x[begin:end].sum(axis=0) for begin, end in pairwise(bounds)]
+            attended = context @ layer.out_weight
+            attended += layer.out_bias
+            attended += x
+            x = _layer_norm(attended, *layer.norm1)
+            hidden = x @ layer.up_weight
+            hidden += layer.up_bias
+            hidden = _gelu(hidden)
+            out = hidden @ layer.down_weight
+            out += layer.down_bias
+            out += x
+            x = _layer_norm(out, *layer.norm2)
+        return list(np.add.reduceat(x, bounds[:-1], axis=0))
 
     def pooled_many(self, texts: list[str]) -> list[tuple[np.ndarray, int]]:
         """(sum of token vectors, token count) per text, all run in one pass."""
