@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -183,6 +183,15 @@ class SemanticMatch:
 class SemanticEvidence:
     criteria: tuple[SemanticMatch | None, ...]
     misconceptions: tuple[SemanticMatch | None, ...]
+    # Per criterion, sentence index -> its highest similarity to the criterion's references
+    # (sentences the layer read), to choose which of several sentences is quoted as evidence.
+    sentence_scores: tuple[Mapping[int, float], ...] = ()
+
+    def sentence_similarity(self, *, criterion: int, index: int) -> float:
+        """A sentence's highest similarity to a criterion's references (-1 if not read)."""
+        if not self.sentence_scores:
+            return -1.0
+        return self.sentence_scores[criterion].get(index, -1.0)
 
 
 def _units(analysis: AnswerAnalysis) -> tuple[list[Unit], np.ndarray]:
@@ -329,4 +338,14 @@ def semantic_evidence(
             criterion_sims, prepared.criteria, question.rubric, strict=True,
         )
     )
-    return SemanticEvidence(criteria=criteria, misconceptions=misconceptions)
+    sentence_scores = tuple(
+        {
+            unit_.first: float(sims[u].max())
+            for u, unit_ in enumerate(units)
+            if not unit_.pair and sims.shape[1]
+        }
+        for sims in criterion_sims
+    )
+    return SemanticEvidence(
+        criteria=criteria, misconceptions=misconceptions, sentence_scores=sentence_scores,
+    )

@@ -220,3 +220,33 @@ def test_bad_paraphrases_are_refused_with_the_line(tmp_path, insert, message):
     error = load_error(write_bank(tmp_path, ("demo.toml", text)))
     assert message in error.message
     assert isinstance(error, BankError) and error.line > 1
+
+
+# --- Evidence: the sentence that earned the point ---------------------------------------------
+
+# The first sentence also names the KV cache and the prompt's length (patterns of the
+# kv-small-effect point), but it is about TTFT; the last one explains the "barely".
+KV_AND_TTFT = (
+    "A request has two phases, prefill and decode. Doubling the prompt doubles TTFT, because "
+    "prefill has to build the KV cache for twice as many prompt tokens. Decode is memory-bound: "
+    "each step reads all the weights to make one token. TPOT barely moves, because the weights "
+    "dominate the bytes read per step and the KV cache of the longer prompt adds only a little."
+)
+
+
+def test_evidence_is_the_sentence_that_earned_the_point_not_the_first_that_matched(bank):
+    result = grade(question=bank.question("prefill-decode-ttft"), answer=KV_AND_TTFT)
+    barely = result.criterion("kv-small-effect")
+    assert barely.met
+    assert barely.evidence == KV_AND_TTFT[KV_AND_TTFT.index("TPOT barely") :]
+    ttft = result.criterion("ttft-is-prefill")
+    assert ttft.evidence is not None and ttft.evidence.startswith("Doubling the prompt doubles TTFT")
+
+
+def test_every_met_criterion_quotes_the_learners_own_words(bank):
+    result = grade(question=bank.question("prefill-decode-ttft"), answer=KV_AND_TTFT)
+    met_criteria = [c for c in result.criteria if c.met]
+    assert len(met_criteria) >= 3
+    for criterion in met_criteria:
+        start, end = criterion.evidence_span
+        assert KV_AND_TTFT[start:end] == criterion.evidence
