@@ -910,6 +910,71 @@ def _quantization(
     ]
 
 
+def _engines_compared(
+    *, steps: list[StepView], overall: Mapping[str, Any], bound: Mapping[str, Any] | None
+) -> list[Finding]:
+    """One engine's side of the comparison: its kernels at one stream, its batching, its queue.
+
+    The lab compares two runs on the compare page; each run on its own is checked for the shape
+    both engines share (aggregate throughput grows with streams) and states the two numbers the
+    guide asks a learner to set against the other engine's: one-stream TTFT and TPOT, and how much
+    of a request's time came before its first token at the most streams.
+    """
+    findings = _batching_almost_free(steps=steps, overall=overall, bound=bound)
+    if any(f.id == "need-steps" for f in findings):
+        return findings
+    usable = list({as_number(s.value): s for s in reversed(_with(steps=steps, metric="tpot_s"))}.values())[::-1]
+    low, high = usable[0], usable[-1]
+    tpot_low = _p(low, "tpot_s")
+    limit = (bound or {}).get("decode_tokens_per_s")
+    against_bound = (
+        f" A decode step that only read the weights once would take {_s(1 / float(limit))} "
+        f"({(bound or {}).get('label') or 'the bandwidth bound'}), so this engine reached "
+        f"{(1 / tpot_low) / float(limit):.0%} of that bound."
+        if limit
+        else ""
+    )
+    findings.insert(
+        0,
+        Finding(
+            id="one-stream-kernels",
+            ok=True,
+            note=True,
+            title=(
+                f"At {_n(as_number(low.value))} stream{'s' if as_number(low.value) != 1 else ''}: "
+                f"P50 TTFT {_s(_p(low, 'ttft_s'))}, P50 TPOT {_s(tpot_low)}"
+            ),
+            detail=(
+                f"Set these against the other engine's run at the same level. TTFT here is the "
+                f"prompt's prefill, compute-bound work; TPOT is one decode step, which reads every "
+                f"weight once, so the engine that stores fewer bytes per weight has the edge.{against_bound}"
+            ),
+        ),
+    )
+    ttft_high, e2e_high = _p(high, "ttft_s"), stat(summary=high.summary, metric="e2e_s")
+    if e2e_high:
+        share = ttft_high / e2e_high
+        findings.append(
+            Finding(
+                id="time-before-first-token",
+                ok=True,
+                note=True,
+                title=(
+                    f"At {_n(as_number(high.value))} streams, {share:.0%} of a request's time came before "
+                    "its first token"
+                ),
+                detail=(
+                    f"P50 TTFT {_s(ttft_high)} of a P50 end-to-end {_s(e2e_high)}. Before the first token "
+                    "a request waits for the engine to admit it and then for its prefill: an engine "
+                    "with fewer server slots than streams makes the extra requests wait for whole "
+                    "answers to finish, one that admits every stream makes them wait only for the "
+                    "batched prefill. The timeline shows which it was."
+                ),
+            )
+        )
+    return findings
+
+
 LAB_CHECKS: dict[str, Callable[..., list[Finding]]] = {
     "ttft-vs-output-length": _ttft_vs_output_length,
     "prompt-length-ttft": _prompt_length_ttft,
@@ -919,6 +984,7 @@ LAB_CHECKS: dict[str, Callable[..., list[Finding]]] = {
     "prefix-caching": _prefix_caching,
     "open-loop-slo": _open_loop_slo,
     "quantization": _quantization,
+    "engines-compared": _engines_compared,
 }
 
 # --- checks for any lab ---------------------------------------------------------------------

