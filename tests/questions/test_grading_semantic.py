@@ -101,6 +101,56 @@ def test_the_same_misconception_is_missed_by_patterns_alone(bank, patterns_only)
     assert grade(question=bank.question("gqa-mqa-kv-cache"), answer=GQA_FLOPS).misconceptions == ()
 
 
+# From round 4 (continuous-batching-throughput, misconception style): the belief is stated
+# outright, but "no GPU waits" puts a negation in the same sentence.
+PIPELINE_OF_GPUS = (
+    "Static batching wastes slots, since short requests finish early and sit idle until the "
+    "longest in the batch is done. Continuous batching fixes that by keeping a pipeline of GPUs "
+    "busy: while one GPU decodes batch A, the next batch is already being prefilled on another "
+    "GPU, so requests flow continuously through the cluster and no GPU waits. Throughput then "
+    "scales with the number of GPUs you add."
+)
+
+
+@pytest.fixture
+def whole_sentence_polarity() -> Iterator[None]:
+    """Polarity read over the whole sentence, as before clauses were read on their own."""
+    saved = semantic.CLAUSE_POLARITY_MISCONCEPTIONS
+    semantic.CLAUSE_POLARITY_MISCONCEPTIONS = False
+    try:
+        yield
+    finally:
+        semantic.CLAUSE_POLARITY_MISCONCEPTIONS = saved
+
+
+def test_a_negation_in_another_clause_does_not_hide_a_misconception(bank):
+    result = grade(question=bank.question("continuous-batching-throughput"), answer=PIPELINE_OF_GPUS)
+    assert "more-hardware" in {m.id for m in result.misconceptions}
+    assert result.fraction <= 0.5
+
+
+def test_read_over_the_whole_sentence_that_negation_hid_it(bank, whole_sentence_polarity):
+    result = grade(question=bank.question("continuous-batching-throughput"), answer=PIPELINE_OF_GPUS)
+    assert "more-hardware" not in {m.id for m in result.misconceptions}
+
+
+@pytest.mark.parametrize(
+    ("sentence", "opposes"),
+    [
+        # The negation is about the network, not about the cost.
+        ("Self-hosting is always cheaper than paying per token, since there's no network.", False),
+        ("Self-hosting is not cheaper than paying per token.", True),
+        ("Self-hosting isn't cheaper, because you keep paying for idle GPUs.", True),
+    ],
+)
+def test_polarity_is_read_in_the_clauses_about_the_reference(sentence, opposes):
+    reference = "Self-hosting is cheaper because you stop paying per token."
+    polarity = semantic.Polarity.of(sentence)
+    assert polarity.opposes(
+        words=semantic.content_words(reference), reference_negated=semantic.negated(reference),
+    ) is opposes
+
+
 @pytest.mark.parametrize(
     ("slug", "answer", "not_flagged"),
     [
