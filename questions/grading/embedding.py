@@ -9,15 +9,19 @@ pip, checks its SHA-256, and extracts the two files this module needs into a cac
 enough that a sentence costs about a millisecond on one CPU core.
 
 The model is loaded once per process, lazily and under a lock, on the first answer graded.
-Each sentence is encoded on its own (no padding), so its vector does not depend on which other
-sentences share the answer: the same sentence always gets the same vector.
+Each sentence attends only to itself (the others in the same pass are masked out), so its
+vector does not depend on which other sentences share the answer: the same sentence always
+gets the same vector, up to float32 rounding. Reference vectors are kept on disk next to the
+model (`reference-vectors/`; PREFILL_GRADER_VECTOR_CACHE=off turns that off).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import struct
+import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +34,7 @@ MODEL_NAME = "all-MiniLM-L6-v2"
 MAX_TOKENS = 128
 _LAYERS = 6
 _HEADS = 12
+_WIDTH = 384
 _EPSILON = 1e-12
 _SQRT_2_OVER_PI = float(np.sqrt(2.0 / np.pi))
 _GELU_CUBIC = 0.044715
@@ -157,8 +162,17 @@ class SentenceEncoder:
             )
         self._width = self._words.shape[1]
         self._head_width = self._width // _HEADS
-        self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._unit_cache: dict[str, np.ndarray] = {}
         self._cache_lock = threading.Lock()
+        self._store = (
+            None if os.environ.get("PREFILL_GRADER_VECTOR_CACHE") == "off"
+            else VectorStore(
+                directory / "reference-vectors",
+                model_key=(
+                    f"{MODEL_NAME}:{weights_path.stat().st_size}:{ENCODER_REVISION}"
+                ),
+            )
+        )
 
     def _forward(self, sequences: list[list[int]]) -> list[np.ndarray]:
         """Per sequence, the sum of its last-layer token vectors (mean pooling divides).
@@ -213,43 +227,97 @@ class SentenceEncoder:
         return list(np.add.reduceat(x, bounds[:-1], axis=0))
 
     def pooled_many(self, texts: list[str]) -> list[tuple[np.ndarray, int]]:
-        """(sum of token vectors, token count) per text, all run in one pass."""
+        """(sum of token vectors, token count) per text, all run in one pass.
+
+        Kept apart rather than as unit vectors so that two adjacent sentences can be read
+        together without running the model again: their mean pooling is the sum of both
+        sums over both counts (their tokens do not see each other, which for a pair of
+        sentences changes little).
+        """
         if not texts:
             return []
         sequences = [encoding.ids for encoding in self._tokenizer.encode_batch(texts)]
         return list(zip(self._forward(sequences), map(len, sequences), strict=True))
 
-    def pooled(self, text: str, *, remember: bool = False) -> tuple[np.ndarray, int]:
-        """(sum of token vectors, token count) for one text.
-
-        Kept apart rather than as a unit vector so that two adjacent sentences can be read
-        together without running the model again: their mean pooling is the sum of both
-        sums over both counts (their tokens do not see each other, which for a pair of
-        sentences changes little).
-        """
-        if remember:
-            cached = self._cache.get(text)
-            if cached is not None:
-                return cached[0], int(cached[1][0])
-        ids = self._tokenizer.encode(text).ids
-        summed = self._forward([ids])[0]
-        if remember:
-            with self._cache_lock:
-                self._cache[text] = (summed, np.array([len(ids)]))
-        return summed, len(ids)
-
     def encode(self, texts: list[str], *, remember: bool = False) -> np.ndarray:
         """One unit vector per text, shape (len(texts), 384).
 
-        `remember=True` keeps the vectors of fixed reference texts (criteria, paraphrases,
-        misconception statements) so they are computed once per process; learner sentences
-        are not kept.
+        `remember=True` is for fixed reference texts (criteria, paraphrases, misconception
+        statements): their vectors are kept for the life of the process and on disk (see
+        VectorStore), so a bank's few thousand references are encoded once per machine, not
+        once per process. Texts not known yet are encoded in batches of REFERENCE_BATCH
+        (one forward pass each), not one by one. Learner sentences are not kept.
         """
+        found: dict[str, np.ndarray] = {}
+        wanted = list(dict.fromkeys(texts))
+        if remember:
+            found.update((t, self._unit_cache[t]) for t in wanted if t in self._unit_cache)
+            if self._store is not None:
+                found.update(self._store.load([t for t in wanted if t not in found]))
+        missing = [t for t in wanted if t not in found]
+        computed: dict[str, np.ndarray] = {}
+        for begin in range(0, len(missing), REFERENCE_BATCH):
+            chunk = missing[begin : begin + REFERENCE_BATCH]
+            for text, (summed, count) in zip(chunk, self.pooled_many(chunk), strict=True):
+                computed[text] = unit(summed / count)
+        found.update(computed)
+        if remember:
+            with self._cache_lock:
+                self._unit_cache.update((t, found[t]) for t in wanted)
+            if self._store is not None and computed:
+                self._store.save(computed)
         vectors = np.zeros((len(texts), self._width), dtype=np.float32)
         for row, text in enumerate(texts):
-            summed, count = self.pooled(text, remember=remember)
-            vectors[row] = unit(summed / count)
+            vectors[row] = found[text]
         return vectors
+
+
+# References are encoded this many at a time: large enough for efficient matmuls, small enough
+# that the padded attention scores of a batch stay a few megabytes.
+REFERENCE_BATCH = 64
+# Part of every stored vector's key: changes when the forward pass does (the tanh GELU moved
+# vectors by up to 2e-6 in cosine), so a cache never serves vectors of another computation.
+ENCODER_REVISION = "numpy-tanh-gelu-1"
+
+
+class VectorStore:
+    """Reference vectors on disk, one small .npy file per text, named by a hash of the model,
+    the encoder revision and the text. Writes are atomic (a temporary file renamed), so
+    processes that encode the same reference at once (web workers, test runs) never read a
+    half-written file; an unreadable file is recomputed."""
+
+    def __init__(self, directory: Path, *, model_key: str) -> None:
+        self._directory = directory
+        self._model_key = model_key
+
+    def _path(self, text: str) -> Path:
+        digest = hashlib.sha256(f"{self._model_key}\n{text}".encode()).hexdigest()
+        return self._directory / digest[:2] / f"{digest}.npy"
+
+    def load(self, texts: list[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        for text in texts:
+            try:
+                vector = np.load(self._path(text), allow_pickle=False)
+            except (OSError, ValueError):
+                continue
+            if vector.shape == (_WIDTH,) and vector.dtype == np.float32:
+                found[text] = vector
+        return found
+
+    def save(self, vectors: dict[str, np.ndarray]) -> None:
+        for text, vector in vectors.items():
+            path = self._path(text)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with tempfile.NamedTemporaryFile(
+                    dir=path.parent, suffix=".tmp", delete=False,
+                ) as handle:
+                    np.save(handle, vector.astype(np.float32), allow_pickle=False)
+                os.replace(handle.name, path)
+            except OSError:
+                # A read-only cache directory costs speed, never a grade.
+                return
 
 
 def unit(vector: np.ndarray) -> np.ndarray:
