@@ -5,7 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from questions.bank import Criterion, FollowUp, Question
-from questions.grading.matching import _alternatives, _matching_sentences, used_concepts
+from questions.grading.matching import (
+    _alternatives,
+    _matching_sentences,
+    alternatives_held,
+    used_concepts,
+)
 from questions.grading.results import (
     KEYWORD_LIST_CAP,
     MISCONCEPTION_CAP,
@@ -96,7 +101,9 @@ def grade_rubric(
             voided.setdefault(criterion_id, misconception.id)
 
     results: list[CriterionResult] = []
-    for criterion, semantic in zip(question.rubric, meaning.criteria, strict=True):
+    for position, (criterion, semantic) in enumerate(
+        zip(question.rubric, meaning.criteria, strict=True),
+    ):
         # A sentence that states a misconception earns nothing for the same concepts
         # ("decode is compute-bound because it reads all the weights").
         sentences = sorted(
@@ -107,7 +114,19 @@ def grade_rubric(
         )
         span: tuple[int, int] | None = None
         if sentences:
-            span = evidence_span(analysis=analysis, index=sentences[0])
+            # The quoted evidence is the sentence that says the point, not merely the first
+            # one a pattern holds in ("TTFT doubles as prefill builds the prompt's KV cache"
+            # is not why TPOT barely moves): the one where most of the criterion's
+            # alternatives hold, then the one closest in meaning to its references.
+            earning = max(
+                sentences,
+                key=lambda index: (
+                    alternatives_held(analysis, index, criterion.match, tainted=tainted),
+                    meaning.sentence_similarity(criterion=position, index=index),
+                    -index,
+                ),
+            )
+            span = evidence_span(analysis=analysis, index=earning)
         elif criterion.scope == "answer":
             spread = _answer_wide(analysis, criterion.match)
             if spread is not None:

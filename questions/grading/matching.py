@@ -50,3 +50,21 @@ def _matching_sentences(
                 hits[index] = alternative
                 break
     return hits
+
+
+def alternatives_held(
+    analysis: AnswerAnalysis, index: int, match: Sequence[str], *,
+    tainted: Mapping[int, set[str]] | None = None,
+) -> int:
+    """How many of a criterion's alternatives hold in one sentence: of several sentences that
+    earn a criterion, the one where more of them hold states more of the point."""
+    sentence = analysis.sentences[index]
+    count = 0
+    for alternative in _alternatives(match):
+        if tainted and tainted.get(index, set()) & set(alternative):
+            continue
+        if len(alternative) > 1 and not sentence.claims:
+            continue
+        if holds(analysis=analysis, index=index, alternative=alternative):
+            count += 1
+    return count

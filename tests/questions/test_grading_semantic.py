@@ -101,6 +101,56 @@ def test_the_same_misconception_is_missed_by_patterns_alone(bank, patterns_only)
     assert grade(question=bank.question("gqa-mqa-kv-cache"), answer=GQA_FLOPS).misconceptions == ()
 
 
+# From round 4 (continuous-batching-throughput, misconception style): the belief is stated
+# outright, but "no GPU waits" puts a negation in the same sentence.
+PIPELINE_OF_GPUS = (
+    "Static batching wastes slots, since short requests finish early and sit idle until the "
+    "longest in the batch is done. Continuous batching fixes that by keeping a pipeline of GPUs "
+    "busy: while one GPU decodes batch A, the next batch is already being prefilled on another "
+    "GPU, so requests flow continuously through the cluster and no GPU waits. Throughput then "
+    "scales with the number of GPUs you add."
+)
+
+
+@pytest.fixture
+def whole_sentence_polarity() -> Iterator[None]:
+    """Polarity read over the whole sentence, as before clauses were read on their own."""
+    saved = semantic.CLAUSE_POLARITY_MISCONCEPTIONS
+    semantic.CLAUSE_POLARITY_MISCONCEPTIONS = False
+    try:
+        yield
+    finally:
+        semantic.CLAUSE_POLARITY_MISCONCEPTIONS = saved
+
+
+def test_a_negation_in_another_clause_does_not_hide_a_misconception(bank):
+    result = grade(question=bank.question("continuous-batching-throughput"), answer=PIPELINE_OF_GPUS)
+    assert "more-hardware" in {m.id for m in result.misconceptions}
+    assert result.fraction <= 0.5
+
+
+def test_read_over_the_whole_sentence_that_negation_hid_it(bank, whole_sentence_polarity):
+    result = grade(question=bank.question("continuous-batching-throughput"), answer=PIPELINE_OF_GPUS)
+    assert "more-hardware" not in {m.id for m in result.misconceptions}
+
+
+@pytest.mark.parametrize(
+    ("sentence", "opposes"),
+    [
+        # The negation is about the network, not about the cost.
+        ("Self-hosting is always cheaper than paying per token, since there's no network.", False),
+        ("Self-hosting is not cheaper than paying per token.", True),
+        ("Self-hosting isn't cheaper, because you keep paying for idle GPUs.", True),
+    ],
+)
+def test_polarity_is_read_in_the_clauses_about_the_reference(sentence, opposes):
+    reference = "Self-hosting is cheaper because you stop paying per token."
+    polarity = semantic.Polarity.of(sentence)
+    assert polarity.opposes(
+        words=semantic.content_words(reference), reference_negated=semantic.negated(reference),
+    ) is opposes
+
+
 @pytest.mark.parametrize(
     ("slug", "answer", "not_flagged"),
     [
@@ -220,3 +270,33 @@ def test_bad_paraphrases_are_refused_with_the_line(tmp_path, insert, message):
     error = load_error(write_bank(tmp_path, ("demo.toml", text)))
     assert message in error.message
     assert isinstance(error, BankError) and error.line > 1
+
+
+# --- Evidence: the sentence that earned the point ---------------------------------------------
+
+# The first sentence also names the KV cache and the prompt's length (patterns of the
+# kv-small-effect point), but it is about TTFT; the last one explains the "barely".
+KV_AND_TTFT = (
+    "A request has two phases, prefill and decode. Doubling the prompt doubles TTFT, because "
+    "prefill has to build the KV cache for twice as many prompt tokens. Decode is memory-bound: "
+    "each step reads all the weights to make one token. TPOT barely moves, because the weights "
+    "dominate the bytes read per step and the KV cache of the longer prompt adds only a little."
+)
+
+
+def test_evidence_is_the_sentence_that_earned_the_point_not_the_first_that_matched(bank):
+    result = grade(question=bank.question("prefill-decode-ttft"), answer=KV_AND_TTFT)
+    barely = result.criterion("kv-small-effect")
+    assert barely.met
+    assert barely.evidence == KV_AND_TTFT[KV_AND_TTFT.index("TPOT barely") :]
+    ttft = result.criterion("ttft-is-prefill")
+    assert ttft.evidence is not None and ttft.evidence.startswith("Doubling the prompt doubles TTFT")
+
+
+def test_every_met_criterion_quotes_the_learners_own_words(bank):
+    result = grade(question=bank.question("prefill-decode-ttft"), answer=KV_AND_TTFT)
+    met_criteria = [c for c in result.criteria if c.met]
+    assert len(met_criteria) >= 3
+    for criterion in met_criteria:
+        start, end = criterion.evidence_span
+        assert KV_AND_TTFT[start:end] == criterion.evidence
