@@ -17,6 +17,7 @@ import hashlib
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 
@@ -101,6 +102,13 @@ def main() -> int:
         print(f"Grader model: {error}", file=sys.stderr)
         return 1
     print(f"Grader model ready in {where}")
+    # Every rubric's reference sentences encoded once per machine and kept next to the model, so
+    # neither the first learner's answer nor a test run pays for them.
+    from questions.grading.semantic import prepare_bank
+
+    started = time.monotonic()
+    count = prepare_bank(content_dir=Path(__file__).resolve().parents[1] / "content")
+    print(f"Reference vectors ready for {count} rubrics in {time.monotonic() - started:.0f} s")
     return 0
 
 
