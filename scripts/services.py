@@ -349,6 +349,8 @@ def run(
 ) -> int:
     env = dict(os.environ)
     redis_url = env.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
+    # Web threads and Celery workers that grade answers: one BLAS thread each (gunicorn.conf.py says why).
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
     python = sys.executable
     children: list[Child] = []
     url = f"http://{host}:{port}/" if with_web else ""
