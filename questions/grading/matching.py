@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from questions.bank import FollowUp, Question
 from questions.grading.text import AnswerAnalysis, any_present, holds
@@ -40,16 +40,25 @@ def _matching_sentences(
             continue
         if unless and any_present(analysis=analysis, index=index, concept_ids=unless):
             continue
-        for alternative in _alternatives(match):
-            if tainted and tainted.get(index, set()) & set(alternative):
-                continue
-            # A relation has to be stated; terms side by side in a list state nothing.
-            if len(alternative) > 1 and not sentence.claims:
-                continue
-            if holds(analysis=analysis, index=index, alternative=alternative):
-                hits[index] = alternative
-                break
+        first = next(_held(analysis=analysis, index=index, match=match, tainted=tainted), None)
+        if first is not None:
+            hits[index] = first
     return hits
+
+
+def _held(
+    *, analysis: AnswerAnalysis, index: int, match: Sequence[str], tainted: Mapping[int, set[str]] | None,
+) -> Iterator[list[str]]:
+    """The alternatives of a `match` that hold in one sentence, in the order they are listed."""
+    sentence = analysis.sentences[index]
+    for alternative in _alternatives(match):
+        if tainted and tainted.get(index, set()) & set(alternative):
+            continue
+        # A relation has to be stated; terms side by side in a list state nothing.
+        if len(alternative) > 1 and not sentence.claims:
+            continue
+        if holds(analysis=analysis, index=index, alternative=alternative):
+            yield alternative
 
 
 def alternatives_held(
@@ -58,13 +67,4 @@ def alternatives_held(
 ) -> int:
     """How many of a criterion's alternatives hold in one sentence: of several sentences that
     earn a criterion, the one where more of them hold states more of the point."""
-    sentence = analysis.sentences[index]
-    count = 0
-    for alternative in _alternatives(match):
-        if tainted and tainted.get(index, set()) & set(alternative):
-            continue
-        if len(alternative) > 1 and not sentence.claims:
-            continue
-        if holds(analysis=analysis, index=index, alternative=alternative):
-            count += 1
-    return count
+    return sum(1 for _ in _held(analysis=analysis, index=index, match=match, tainted=tainted))
