@@ -124,3 +124,12 @@ def fresh_page_caches():
     forget_local_parts()
     forget_content_version()
     forget_kept_pages()
+
+
+@pytest.fixture
+def synced(content, db):
+    """The test content directory synced into the database, as `make run` does at start."""
+    from django.core.management import call_command
+
+    call_command("sync_content")
+    return content

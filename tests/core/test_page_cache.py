@@ -32,12 +32,6 @@ LESSON_MISS_QUERIES = 4
 
 
 @pytest.fixture
-def synced(content, db):
-    call_command("sync_content")
-    return content
-
-
-@pytest.fixture
 def target(db):
     # Never contacted: the lab page only reads the target's row.
     return upsert_target(name="Idle GPU", kind="vllm", base_url="http://127.0.0.1:9", models=["scripted"], limits=None)

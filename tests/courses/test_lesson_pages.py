@@ -4,11 +4,6 @@ from django.core.management import call_command
 from courses.models import Lesson, LessonProgress
 
 
-@pytest.fixture
-def synced(content, db):
-    call_command("sync_content")
-
-
 def test_anonymous_visitors_read_lessons_with_math_links_and_toc(client, synced):
     response = client.get("/learn/lessons/first-lesson/")
     assert response.status_code == 200

@@ -4,7 +4,6 @@ sync_content that changes a lesson shows at once while unchanged lessons are not
 
 from pathlib import Path
 
-import pytest
 from django.core.management import call_command
 
 from courses import selectors as course_selectors
@@ -14,12 +13,6 @@ LESSON = "/learn/lessons/first-lesson/"
 # session (read from Redis, none from the database), user, progress rows, latest check answers,
 # and the "viewed" write when the learner opens a lesson other than the one they viewed last.
 SIGNED_IN_LESSON_QUERIES = 4
-
-
-@pytest.fixture
-def synced(content, db):
-    call_command("sync_content")
-    return content
 
 
 def _tables(queries) -> str:

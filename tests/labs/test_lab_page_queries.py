@@ -2,7 +2,6 @@
 guide, questions and lesson link are built once per content version and shared by every learner."""
 
 import pytest
-from django.core.management import call_command
 
 from labs.models import Lab, LabRun
 from labs.targets import upsert_target
@@ -13,11 +12,6 @@ SIGNED_IN_LAB_QUERIES = 3
 # user, the learner's run, its queue position, the latest requests; the ETA's mean duration of
 # the target's recent runs is shared by every poller for a few seconds.
 STATUS_POLL_QUERIES = 4
-
-
-@pytest.fixture
-def synced(content, db):
-    call_command("sync_content")
 
 
 @pytest.fixture

@@ -1,5 +1,3 @@
-import pytest
-from django.core.management import call_command
 
 from questions.models import Attempt, ModelAnswerReveal, ReviewCard
 
@@ -7,11 +5,6 @@ STRONG = (
     "Decode is memory-bound: every step has to read all the weights from HBM to make one token. "
     "With batching the same weight read is shared by every sequence in the batch."
 )
-
-
-@pytest.fixture
-def synced(content, db):
-    call_command("sync_content")
 
 
 def test_answering_shows_a_mark_sheet_with_evidence_and_schedules_review(client, synced, user):

@@ -1,17 +1,11 @@
 """The signed-in question page: its shared part (question, set siblings, lesson and lab links)
 is built once per content version; the learner's own part is a bounded number of queries."""
 
-import pytest
 from django.core.management import call_command
 
 URL = "/practice/q/sample-question/"
 # user, the learner's attempts at this question, and whether they revealed the model answer.
 SIGNED_IN_QUESTION_QUERIES = 3
-
-
-@pytest.fixture
-def synced(content, db):
-    call_command("sync_content")
 
 
 def test_a_signed_in_question_page_is_a_few_queries_and_shows_the_learners_own_attempts(

@@ -18,12 +18,6 @@ OLD_FOLLOW_UP_EARNS = "Weights are read once for the whole batch."
 NEW_FOLLOW_UP_EARNS = "Says one read of the weights serves every sequence in the batch."
 
 
-@pytest.fixture
-def synced(content, db):
-    call_command("sync_content")
-    return content
-
-
 def _rewrite(content: dict, old: str, new: str) -> None:
     path = next(Path(content["questions"]).glob("sample*.toml"))
     text = path.read_text()
