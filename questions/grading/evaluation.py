@@ -289,8 +289,11 @@ def rubric_grader(target: Question | FollowUp, text: str) -> GradeResult:
 
 
 def evaluate(
-    *, answers: Iterable[LabelledAnswer], bank: Bank, grader: Grader = rubric_grader,
+    *, answers: Iterable[LabelledAnswer], bank: Bank, grader: Grader | None = None,
 ) -> EvaluationReport:
+    """Grade each labelled answer (with the rubric grader unless another is given) against its labels."""
+    # Looked up at each call, not bound at import, so the test suite can share one memo of it.
+    grader = grader or rubric_grader
     report = EvaluationReport()
     for answer in answers:
         target = _target(bank, answer.question, answer.follow_up)

@@ -24,6 +24,7 @@ from questions.grading import GradeResult, grade
 from questions.grading.evaluation import (
     ROUND_FILE,
     SPLITS,
+    EvaluationReport,
     Grader,
     Round,
     discover_rounds,
@@ -140,9 +141,8 @@ class Command(BaseCommand):
             )
             kept = {r.name for r in rounds}
             rounds = [r for r in discover_rounds(directory) if r.name in kept]
-        everything = evaluate(
-            answers=[a for r in rounds for a in loaded[r.name]], bank=bank,
-        )
+        # The rounds' own outcomes, put together: every answer is graded once per report.
+        everything = EvaluationReport(outcomes=[o for r in rounds for o in reports[r.name].outcomes])
         if options["json"]:
             data = everything.to_dict()
             data["rounds"] = {
