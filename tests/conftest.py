@@ -23,14 +23,19 @@ DATABASE_FIXTURES = {"db", "transactional_db", "django_db_setup", "live_server"}
 
 def pytest_collection_modifyitems(config, items):
     """`PREFILL_TEST_SCOPE=database` (CI's PostgreSQL pass) keeps only the tests that can reach
-    the database: the others already ran, identically, in the SQLite pass."""
+    the database, less the layout checks: the others already ran, identically, in the SQLite pass."""
     if os.environ.get("PREFILL_TEST_SCOPE") != "database":
         return
-    def reaches_database(item) -> bool:
+    def runs_on_postgresql(item) -> bool:
+        # Layout checks (page widths and chart text at phone size) read pages the database-bound
+        # tests already check on PostgreSQL; the browser draws them the same whichever database
+        # filled them, and they are the slowest tests, so they run once, in the SQLite pass.
+        if item.get_closest_marker("layout"):
+            return False
         return bool(item.get_closest_marker("django_db") or DATABASE_FIXTURES & set(item.fixturenames))
 
-    config.hook.pytest_deselected(items=[item for item in items if not reaches_database(item)])
-    items[:] = [item for item in items if reaches_database(item)]
+    config.hook.pytest_deselected(items=[item for item in items if not runs_on_postgresql(item)])
+    items[:] = [item for item in items if runs_on_postgresql(item)]
 
 
 def free_port() -> int:

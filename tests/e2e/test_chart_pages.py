@@ -15,7 +15,7 @@ import pytest
 from tests.e2e.conftest import PASSWORD, SCREENSHOTS, log_in, watched_page
 from tests.labs.golden_runs import RECORDED, noisier
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.layout, pytest.mark.django_db(transaction=True)]
 
 # Smallest chart text a phone shows, in CSS pixels: below this a learner zooms to read a tick.
 LEGIBLE_PX = 9.0

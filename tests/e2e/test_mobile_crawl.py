@@ -128,6 +128,7 @@ def _crawl(page, site_url: str, *, width: int, start: list[str], limit: int, sho
     return visited, too_wide
 
 
+@pytest.mark.layout
 def test_no_page_is_wider_than_a_phone(live_site, browser, learner_with_history):
     context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=1, is_mobile=True)
     page = watched_page(context)
@@ -152,6 +153,7 @@ def test_no_page_is_wider_than_a_phone(live_site, browser, learner_with_history)
         context.close()
 
 
+@pytest.mark.layout
 def test_the_top_pages_fit_at_360_and_read_at_1280(live_site, browser, learner_with_history):
     nav = ["/", "/learn/", "/practice/", "/labs/", "/accounts/me/", "/practice/review/", "/glossary/"]
     for width, shots in ((360, "mobile-360"), (1280, "desktop")):
