@@ -97,7 +97,7 @@ def latest_main_attempts(*, user: AbstractBaseUser, question_ids: list[int]) -> 
     if not question_ids:
         return latest
     attempts = Attempt.objects.filter(user=user, follow_up="", question_id__in=question_ids).order_by("-created_at")
-    for attempt in attempts.only("id", "question_id", "answer", "score", "max_score", "created_at"):
+    for attempt in attempts.only("id", "question_id", "answer", "score", "max_score", "grade_status", "created_at"):
         latest.setdefault(attempt.question_id, attempt)
     return latest
 
@@ -289,7 +289,10 @@ def set_progress(*, user: AbstractBaseUser) -> list[dict]:
     they earn), so the Me page says where to practise next."""
     latest: dict[int, Attempt] = {}
     attempts = (
-        Attempt.objects.filter(user=user, follow_up="", question__retired=False)
+        # Attempts still being marked have no score yet: the average is of marked answers.
+        Attempt.objects.filter(
+            user=user, follow_up="", question__retired=False, grade_status=Attempt.GradeStatus.GRADED
+        )
         .select_related("question", "rubric")
         .order_by("-created_at")
     )
