@@ -29,9 +29,6 @@ MAX_ANSWER_CHARS = 10_000
 # task that calls it back (the name is the one queued messages carry).
 JUDGE_ATTEMPT_TASK = "workers.tasks.judge_attempt"
 GRADE_ATTEMPT_TASK = "questions.tasks.grade_attempt"
-# Its own queue and worker (scripts/services.py, docker-compose.yml), so marks never wait behind a
-# judge call or a probe on the default queue, and grading's CPU is bounded by that worker's slots.
-GRADING_QUEUE = "grading"
 
 
 class RateLimited(Exception):
@@ -131,7 +128,10 @@ def _after_grading(*, attempt: Attempt) -> None:
 
 def _enqueue_grade(*, attempt_id: int) -> None:
     try:
-        send(task_name=GRADE_ATTEMPT_TASK, kwargs={"attempt_id": attempt_id}, queue=GRADING_QUEUE)
+        # Its own queue and worker (settings.GRADING_QUEUE, scripts/services.py), so a mark never
+        # waits behind a judge call or a probe on the default queue, and grading's CPU is bounded
+        # by that worker's slots.
+        send(task_name=GRADE_ATTEMPT_TASK, kwargs={"attempt_id": attempt_id}, queue=settings.GRADING_QUEUE)
     except Exception:
         # The broker is unreachable: grade here and now rather than leave the learner waiting for
         # the settler (which needs the broker too). This request pays the 50-300 ms, once.

@@ -38,7 +38,7 @@ def _load_the_grader(sender: str, instance, **kwargs) -> None:
     """A worker on the grading queue loads the sentence model once, in its main process before
     the pool forks, so every child shares the weights and the first answer is not the slow one;
     it runs below the web's CPU priority (GRADING_WORKER_NICENESS), its children too."""
-    if services.GRADING_QUEUE in instance.app.amqp.queues.consume_from:
+    if settings.GRADING_QUEUE in instance.app.amqp.queues.consume_from:
         if settings.GRADING_WORKER_NICENESS:
             os.nice(settings.GRADING_WORKER_NICENESS)
         services.load_grader()

@@ -182,7 +182,8 @@ def worker_commands(*, python: str) -> list[tuple[str, list[str]]]:
         # GRADING_WORKER_CONCURRENCY processes share one copy of the sentence model.
         (
             "worker:grading",
-            [*celery, "worker", "-Q", "grading", "-c", os.environ.get("GRADING_WORKER_CONCURRENCY", "1"),
+            [*celery, "worker", "-Q", os.environ.get("GRADING_QUEUE", "grading"), "-c",
+             os.environ.get("GRADING_WORKER_CONCURRENCY", "1"),
              "-n", "grading@%h", "--loglevel", "INFO"],
         ),
     ]

@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 import redis
+from django.conf import settings
 from django.core.management import call_command
 from django.utils import timezone
 
@@ -67,8 +68,8 @@ def test_a_lost_grading_message_is_marked_by_the_settler_and_the_page_without_ja
     assert response.status_code == 302 and response["Location"].endswith(f"{URL}#feedback")
     attempt = Attempt.objects.get(user=user)
     queued = redis.Redis.from_url(broker["url"])
-    assert queued.llen(services.GRADING_QUEUE) == 1
-    queued.delete(services.GRADING_QUEUE)  # the message is lost (a Redis restart, say)
+    assert queued.llen(settings.GRADING_QUEUE) == 1
+    queued.delete(settings.GRADING_QUEUE)  # the message is lost (a Redis restart, say)
 
     page = logged_in_client.get(URL).content.decode()
     assert "Marking your answer" in page and f'<noscript><meta {REFRESH} content="2"></noscript>' in page
@@ -84,8 +85,6 @@ def test_a_lost_grading_message_is_marked_by_the_settler_and_the_page_without_ja
 
 
 def test_the_settler_runs_on_beats_schedule():
-    from django.conf import settings
-
     scheduled = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
     assert "questions.tasks.settle_stale_grades" in scheduled
 
@@ -163,7 +162,7 @@ def test_make_run_and_compose_start_a_worker_on_the_grading_queue():
     from scripts.services import worker_commands
 
     argv = dict(worker_commands(python=sys.executable))["worker:grading"]
-    assert argv[argv.index("-Q") + 1] == services.GRADING_QUEUE
+    assert argv[argv.index("-Q") + 1] == settings.GRADING_QUEUE
     # docker compose's worker service runs the same list of workers.
     compose = (Path(__file__).resolve().parents[2] / "docker-compose.yml").read_text()
     assert 'command: ["python", "-m", "scripts.services", "worker"]' in compose
