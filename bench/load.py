@@ -18,8 +18,9 @@ learners (an httpx.AsyncClient each, so a session cookie, a CSRF cookie and keep
 connections of its own) for ``--seconds``. Each learner loops: think 0.5-2 s (seeded random),
 then one action picked with fixed weights: a lesson page, a question page, an answer to a
 question (GET the question, think, POST the answer the way htmx does; a free-text answer comes
-back "Marking your answer…" and the learner polls its mark sheet every 0.5 s, as the pending
-sheet's ``hx-trigger="load delay:500ms"`` does, until the grading worker's mark is in), the
+back "Marking your answer…" and the learner polls its mark sheet after the delay the pending
+sheet's ``hx-trigger="load delay:<n>ms"`` names, 0.5-2 s, as htmx does, until the grading
+worker's mark is in), the
 review queue, an index page, a lab page, or marking a lesson done. ``--runs`` runs of the lab
 ttft-vs-output-length (8 and 16 output tokens, 2 repeats each, 1 warm-up: 5 requests, 0.66 s of
 engine time) are owned by learners picked at random (round-robin when there are fewer learners
@@ -90,9 +91,8 @@ RUN_FORM_VALUES = {"max_tokens": "8, 16", "prompt_tokens": "16", "repeats": "2"}
 THINK_S = (0.5, 2.0)
 # The run page polls with hx-trigger="every 1s".
 POLL_INTERVAL_S = 1.0
-# A pending mark sheet polls with hx-trigger="load delay:500ms": half a second after each answer.
-MARK_POLL_DELAY_S = 0.5
-PENDING_SHEET = re.compile(r'data-testid="mark-sheet-pending" hx-get="([^"]+)"')
+# A pending mark sheet polls with hx-trigger="load delay:<n>ms", n set by the server (0.5-2 s).
+PENDING_SHEET = re.compile(r'data-testid="mark-sheet-pending" hx-get="([^"]+)" hx-trigger="load delay:(\d+)ms"')
 REQUEST_TIMEOUT_S = 30.0
 # gunicorn closes idle keep-alive connections after 2 s (its default); a client reusing one at
 # that moment gets "server disconnected", which a browser retries silently. Expiring them sooner
@@ -284,12 +284,13 @@ class Learner:
         record = self.record
         pending = PENDING_SHEET.search(response.text)
         while pending is not None:
-            if time.monotonic() + MARK_POLL_DELAY_S > record.drain_end:
+            delay_s = int(pending.group(2)) / 1000
+            if time.monotonic() + delay_s > record.drain_end:
                 record.error(
                     page=TIME_TO_MARK, method="GET", path=pending.group(1), kind="no mark before the drain ended"
                 )
                 return
-            await asyncio.sleep(MARK_POLL_DELAY_S)
+            await asyncio.sleep(delay_s)
             poll = await self.request(page=MARK_POLL, method="GET", path=pending.group(1), htmx=True)
             if poll is None or poll.status_code != 200:
                 return

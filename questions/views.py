@@ -175,7 +175,7 @@ def _mark_sheet(attempt: Attempt) -> dict | None:
     return None if attempt.grading else selectors.mark_sheet(attempt=attempt)
 
 
-# The polls below run every half second while an answer is marked (and every 2 s while the LLM
+# The polls below run every 0.5-2 s while an answer is marked (and every 2 s while the LLM
 # judge's opinion is on its way): one query for the attempt, no grading, nothing per criterion
 # until the mark is in. Filtering by user turns someone else's attempt id into a plain 404.
 
@@ -192,9 +192,8 @@ def attempt_feedback(request: HttpRequest, attempt_id: int) -> HttpResponse:
 @require_GET
 def attempt_check_result(request: HttpRequest, attempt_id: int) -> HttpResponse:
     """A lesson check's score line, polled while its answer is marked."""
-    attempt = get_object_or_404(
-        Attempt.objects.only("id", "user_id", "score", "max_score", "grade_status"), pk=attempt_id, user=request.user
-    )
+    fields = ("id", "user_id", "score", "max_score", "grade_status", "created_at")
+    attempt = get_object_or_404(Attempt.objects.only(*fields), pk=attempt_id, user=request.user)
     return render(request, "questions/_check_result.html", {"attempt": attempt})
 
 

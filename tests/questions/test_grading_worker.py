@@ -3,6 +3,7 @@ answer is stored at once and the learner sees "Marking your answer…" until the
 by htmx's poll or, without JavaScript, by the page reloading itself. Nothing is lost when no
 worker runs: the settler marks what waited too long."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -166,3 +167,16 @@ def test_make_run_and_compose_start_a_worker_on_the_grading_queue():
     # docker compose's worker service runs the same list of workers.
     compose = (Path(__file__).resolve().parents[2] / "docker-compose.yml").read_text()
     assert 'command: ["python", "-m", "scripts.services", "worker"]' in compose
+
+
+def test_the_pending_sheet_asks_less_often_the_longer_the_queue_keeps_it_waiting(bank, broker, logged_in_client, user):
+    def delay_ms() -> int:
+        return int(re.search(r'hx-trigger="load delay:(\d+)ms"', _feedback(logged_in_client, attempt)).group(1))
+
+    logged_in_client.post(URL, {"answer": STRONG})
+    attempt = Attempt.objects.get(user=user)
+    assert delay_ms() == 500  # a mark usually comes within a second
+    Attempt.objects.filter(pk=attempt.pk).update(created_at=timezone.now() - timedelta(seconds=4))
+    assert 1000 <= delay_ms() < 1200  # a quarter of the time waited
+    Attempt.objects.filter(pk=attempt.pk).update(created_at=timezone.now() - timedelta(minutes=5))
+    assert delay_ms() == 2000
