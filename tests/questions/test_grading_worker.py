@@ -180,3 +180,12 @@ def test_the_pending_sheet_asks_less_often_the_longer_the_queue_keeps_it_waiting
     assert 1000 <= delay_ms() < 1200  # a quarter of the time waited
     Attempt.objects.filter(pk=attempt.pk).update(created_at=timezone.now() - timedelta(minutes=5))
     assert delay_ms() == 2000
+
+
+def test_with_eager_tasks_an_answer_is_marked_in_the_request(bank, logged_in_client, user, monkeypatch):
+    """CELERY_TASK_ALWAYS_EAGER (no broker, no worker: a quick local try-out) grades at once."""
+    from config.celery import app
+
+    monkeypatch.setitem(app.conf, "task_always_eager", True)
+    html = logged_in_client.post(URL, {"answer": STRONG}, HTTP_HX_REQUEST="true").content.decode()
+    assert "Got it" in html and "Marking your answer" not in html
