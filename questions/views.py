@@ -67,11 +67,10 @@ def _live_question(slug: str) -> Question:
 def _question_context(request: HttpRequest, question: Question, *, form=None, follow_up_forms=None) -> dict:
     user = request.user
     page = _question_page(question.slug) or {}
-    # One query for all of the learner's attempts at this question, main answer and follow-ups.
-    attempts = list(selectors.attempts_for(user=user, question=question)) if user.is_authenticated else []
-    latest_by_follow_up: dict[str, Attempt] = {}
-    for attempt in attempts:  # newest first
-        latest_by_follow_up.setdefault(attempt.follow_up, attempt)
+    # Score lines of all the learner's attempts at this question, the newest of each part in full.
+    attempts, latest_by_follow_up = (
+        selectors.attempts_for(user=user, question=question) if user.is_authenticated else ([], {})
+    )
     latest = latest_by_follow_up.get("")
     follow_ups = []
     for item in question.spec.get("follow_ups", []):
