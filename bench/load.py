@@ -19,7 +19,7 @@ connections of its own) for ``--seconds``. Each learner loops: think 0.5-2 s (se
 then one action picked with fixed weights: a lesson page, a question page, an answer to a
 question (GET the question, think, POST the answer the way htmx does; a free-text answer comes
 back "Marking your answer…" and the learner polls its mark sheet after the delay the pending
-sheet's ``hx-trigger="load delay:<n>ms"`` names, 0.5-2 s, as htmx does, until the grading
+sheet's ``hx-trigger="load delay:<n>ms"`` names, 0.3-2 s, as htmx does, until the grading
 worker's mark is in), the
 review queue, an index page, a lab page, or marking a lesson done. ``--runs`` runs of the lab
 ttft-vs-output-length (8 and 16 output tokens, 2 repeats each, 1 warm-up: 5 requests, 0.66 s of
@@ -91,7 +91,7 @@ RUN_FORM_VALUES = {"max_tokens": "8, 16", "prompt_tokens": "16", "repeats": "2"}
 THINK_S = (0.5, 2.0)
 # The run page polls with hx-trigger="every 1s".
 POLL_INTERVAL_S = 1.0
-# A pending mark sheet polls with hx-trigger="load delay:<n>ms", n set by the server (0.5-2 s).
+# A pending mark sheet polls with hx-trigger="load delay:<n>ms", n set by the server (0.3-2 s).
 PENDING_SHEET = re.compile(r'data-testid="mark-sheet-pending" hx-get="([^"]+)" hx-trigger="load delay:(\d+)ms"')
 REQUEST_TIMEOUT_S = 30.0
 # gunicorn closes idle keep-alive connections after 2 s (its default); a client reusing one at

@@ -154,10 +154,11 @@ class Attempt(models.Model):
     @property
     def poll_delay_ms(self) -> int:
         """How long the pending sheet waits before asking again: a quarter of the time waited so
-        far, between 0.5 and 2 s. A mark usually comes within a second and is seen at once; when
-        the grading queue is backed up, the learners waiting on it do not multiply the requests."""
+        far, between 0.3 and 2 s. A mark usually comes within half a second and is seen about as
+        soon; when the grading queue is backed up, the learners waiting on it do not multiply the
+        requests (a poll is one query and a small template)."""
         waited_ms = (timezone.now() - self.created_at).total_seconds() * 1000 if self.created_at else 0
-        return int(min(2000, max(500, waited_ms / 4)))
+        return int(min(2000, max(300, waited_ms / 4)))
 
 
 class ModelAnswerReveal(models.Model):

@@ -174,7 +174,7 @@ def _mark_sheet(attempt: Attempt) -> dict | None:
     return None if attempt.grading else selectors.mark_sheet(attempt=attempt)
 
 
-# The polls below run every 0.5-2 s while an answer is marked (and every 2 s while the LLM
+# The polls below run every 0.3-2 s while an answer is marked (and every 2 s while the LLM
 # judge's opinion is on its way): one query for the attempt, no grading, nothing per criterion
 # until the mark is in. Filtering by user turns someone else's attempt id into a plain 404.
 

@@ -175,7 +175,7 @@ def test_the_pending_sheet_asks_less_often_the_longer_the_queue_keeps_it_waiting
 
     logged_in_client.post(URL, {"answer": STRONG})
     attempt = Attempt.objects.get(user=user)
-    assert delay_ms() == 500  # a mark usually comes within a second
+    assert delay_ms() == 300  # a mark usually comes within half a second
     Attempt.objects.filter(pk=attempt.pk).update(created_at=timezone.now() - timedelta(seconds=4))
     assert 1000 <= delay_ms() < 1200  # a quarter of the time waited
     Attempt.objects.filter(pk=attempt.pk).update(created_at=timezone.now() - timedelta(minutes=5))
