@@ -207,6 +207,8 @@ def practice_export(*, user: AbstractBaseUser) -> dict[str, list[dict]]:
                 "max_score": attempt.max_score,
                 "percent": attempt.percent,
                 "rubric_version": attempt.rubric_version,
+                # "pending" while the grading worker has not marked it (score 0, mark sheet empty).
+                "grade_status": attempt.grade_status,
                 # The mark sheet as graded: per-criterion results with their evidence, misconceptions.
                 "mark_sheet": attempt.result,
                 "judge_status": attempt.judge_status,
