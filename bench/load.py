@@ -8,15 +8,19 @@ It builds a throwaway site (fresh PREFILL_VAR_DIR: migrate, sync_content, collec
 key prefix of its own in Redis), serves it with gunicorn the way `make run` does (gthread, 2
 workers x 4 threads, DEBUG=false), starts the scripted engine (TTFT 30 ms, then one token every
 10 ms), registers it with `manage.py target add` and `target probe` as an operator would, and
-starts one real Celery worker on that target's queue with concurrency 1, as `make worker` does.
-The target's name carries a random suffix, so its queue is this benchmark's own on the shared
-Redis and no other worker can take its tasks.
+starts one real Celery worker on that target's queue with concurrency 1, and one on the grading
+queue (concurrency 1, GRADING_WORKER_NICENESS), as `make worker` does. The target's name and the
+grading queue (GRADING_QUEUE) carry a random suffix, so both queues are this benchmark's own on
+the shared Redis and no other worker can take its tasks.
 
 Two phases on the same site, the baseline first, each with accounts of its own: N simulated
 learners (an httpx.AsyncClient each, so a session cookie, a CSRF cookie and keep-alive
 connections of its own) for ``--seconds``. Each learner loops: think 0.5-2 s (seeded random),
 then one action picked with fixed weights: a lesson page, a question page, an answer to a
-question (GET the question, think, POST the answer the way htmx does, which grades it), the
+question (GET the question, think, POST the answer the way htmx does; a free-text answer comes
+back "Marking your answer…" and the learner polls its mark sheet after the delay the pending
+sheet's ``hx-trigger="load delay:<n>ms"`` names, 0.3-2 s, as htmx does, until the grading
+worker's mark is in), the
 review queue, an index page, a lab page, or marking a lesson done. ``--runs`` runs of the lab
 ttft-vs-output-length (8 and 16 output tokens, 2 repeats each, 1 warm-up: 5 requests, 0.66 s of
 engine time) are owned by learners picked at random (round-robin when there are fewer learners
@@ -28,7 +32,11 @@ run page once more (the results) and goes back to browsing. At the end of the wi
 stop; owners of unfinished runs keep polling for at most ``--drain-seconds``.
 
 Latency is client-side, from sending the request to the last byte of the body, for requests
-started inside the window (polls during the drain are counted for errors only). An error is
+started inside the window (polls during the drain are counted for errors only). An answer has
+three rows: the submit (the POST alone), each mark-sheet poll, and the time to mark (from
+sending the POST to the end of the poll that brought the graded sheet; the POST alone for a
+numeric or multiple-choice answer, graded in the request), for answers submitted inside the
+window, however long into the drain their mark took. An error is
 any status outside 2xx/3xx, any transport error (by exception name), an answer that the htmx
 path returns with 200 but carries the rate-limit message (counted as a 429: htmx swaps only 2xx
 bodies, so the view answers 200 there) or a form error. Runs completed are read from the
@@ -83,6 +91,8 @@ RUN_FORM_VALUES = {"max_tokens": "8, 16", "prompt_tokens": "16", "repeats": "2"}
 THINK_S = (0.5, 2.0)
 # The run page polls with hx-trigger="every 1s".
 POLL_INTERVAL_S = 1.0
+# A pending mark sheet polls with hx-trigger="load delay:<n>ms", n set by the server (0.3-2 s).
+PENDING_SHEET = re.compile(r'data-testid="mark-sheet-pending" hx-get="([^"]+)" hx-trigger="load delay:(\d+)ms"')
 REQUEST_TIMEOUT_S = 30.0
 # gunicorn closes idle keep-alive connections after 2 s (its default); a client reusing one at
 # that moment gets "server disconnected", which a browser retries silently. Expiring them sooner
@@ -98,7 +108,9 @@ INDEX = "index pages"
 LESSON = "lesson page"
 LESSON_DONE = "lesson done (POST)"
 QUESTION = "question page (GET)"
-ANSWER = "answer (POST, grading)"
+ANSWER = "answer submit (POST)"
+MARK_POLL = "mark sheet poll"
+TIME_TO_MARK = "answer: time to mark"
 REVIEW = "review queue"
 LAB = "lab page"
 RUN_SUBMIT = "run submit (POST)"
@@ -112,6 +124,8 @@ PAGE_TYPES = [
     LESSON_DONE,
     QUESTION,
     ANSWER,
+    MARK_POLL,
+    TIME_TO_MARK,
     REVIEW,
     LAB,
     RUN_SUBMIT,
@@ -246,7 +260,8 @@ class Learner:
             question = rng.choice(content.questions)
             await self.request(page=QUESTION, method="GET", path=question.url)
             await self.think()
-            await self.request(
+            started = time.monotonic()
+            response = await self.request(
                 page=ANSWER,
                 method="POST",
                 path=question.url,
@@ -254,12 +269,40 @@ class Learner:
                 htmx=True,
                 check=answer_problem,
             )
+            if response is not None and response.status_code == 200 and not answer_problem(response):
+                await self.wait_for_mark(response=response, started=started)
         elif action == INDEX:
             await self.request(page=INDEX, method="GET", path=rng.choice(content.indexes))
         elif action == REVIEW:
             await self.request(page=REVIEW, method="GET", path="/practice/review/")
         elif action == LAB:
             await self.request(page=LAB, method="GET", path=rng.choice(content.labs))
+
+    async def wait_for_mark(self, *, response: httpx.Response, started: float) -> None:
+        """Poll the pending mark sheet as htmx does until the graded one comes; record the time
+        from the submit to the mark (the submit alone when it came back graded)."""
+        record = self.record
+        pending = PENDING_SHEET.search(response.text)
+        while pending is not None:
+            delay_s = int(pending.group(2)) / 1000
+            if time.monotonic() + delay_s > record.drain_end:
+                record.error(
+                    page=TIME_TO_MARK, method="GET", path=pending.group(1), kind="no mark before the drain ended"
+                )
+                return
+            await asyncio.sleep(delay_s)
+            poll = await self.request(page=MARK_POLL, method="GET", path=pending.group(1), htmx=True)
+            if poll is None or poll.status_code != 200:
+                return
+            pending = PENDING_SHEET.search(poll.text)
+        record.samples.append(
+            Sample(
+                page=TIME_TO_MARK,
+                started_s=started - record.started,
+                elapsed_ms=(time.monotonic() - started) * 1000,
+                in_window=started < record.window_end,
+            )
+        )
 
     async def submit_and_watch_run(self) -> None:
         """Open the lab, submit the run form, then poll the live panel as the run page does."""
@@ -314,7 +357,7 @@ def answer_problem(response: httpx.Response) -> str:
     if 'class="errorlist"' in response.text:
         return "answer rejected (form error in htmx's 200)"
     if 'id="feedback"' not in response.text:
-        return "answer not graded (no mark sheet)"
+        return "answer not stored (no mark sheet, pending or graded)"
     return ""
 
 
@@ -527,6 +570,18 @@ def settle_runs(*, run_ids: list[int], timeout_s: float) -> int:
     return cancelled
 
 
+def settle_marks(*, timeout_s: float) -> int:
+    """Before timing (and the next phase): let the grading worker finish what is queued, so one
+    phase's backlog does not load the next. Returns how many were still waiting at the end."""
+    from questions.models import Attempt
+
+    pending = Attempt.objects.filter(grade_status=Attempt.GradeStatus.PENDING)
+    deadline = time.monotonic() + timeout_s
+    while pending.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return pending.count()
+
+
 def summarise(*, record: PhaseRecord, runs: dict[str, Any], server_cpu_s: float, seconds: float) -> dict[str, Any]:
     pages: dict[str, dict[str, float]] = {}
     for page in PAGE_TYPES:
@@ -720,6 +775,13 @@ def measure(*, args: argparse.Namespace, site: BenchSite, log: Callable[[str], N
         env=site.env,
     )
     wait_for_log_line(child=worker, needle=" ready.", timeout_s=60)
+    grader = site.children.start(
+        name="grading-worker",
+        # As scripts/services.py starts it; it loads the sentence model before " ready.".
+        argv=[*celery, "-Q", args.grading_queue, "-c", "1", "-n", f"{args.grading_queue}@%h", "--loglevel", "INFO"],
+        env=site.env,
+    )
+    wait_for_log_line(child=grader, needle=" ready.", timeout_s=120)
     web_port = free_port()
     server = site.start_gunicorn(port=web_port)
     base_url = f"http://127.0.0.1:{web_port}"
@@ -735,6 +797,8 @@ def measure(*, args: argparse.Namespace, site: BenchSite, log: Callable[[str], N
         run_url=warm_run.get_absolute_url(),
         parallel=8,
     )
+    if left := settle_marks(timeout_s=120):
+        raise RuntimeError(f"the grading worker left {left} warm-up answers unmarked after 120 s:\n{grader.log_tail()}")
 
     report: dict[str, Any] = {
         "command": " ".join(["python", "bench/load.py", *sys.argv[1:]]),
@@ -770,6 +834,8 @@ def measure(*, args: argparse.Namespace, site: BenchSite, log: Callable[[str], N
         cancelled = settle_runs(run_ids=record.submitted_run_ids, timeout_s=30)
         if cancelled:
             log(f"{phase}: cancelled {cancelled} unfinished runs before going on")
+        if unmarked := settle_marks(timeout_s=120):
+            log(f"{phase}: {unmarked} answers still unmarked 120 s after the drain")
     report["machine_after"] = machine_load()
     base, load = report["phases"]["baseline"]["pages"], report["phases"]["load"]["pages"]
     report["growth_p95"] = {
@@ -801,6 +867,7 @@ def main() -> int:
     suffix = os.urandom(3).hex()
     args.target_name = f"Load {suffix}"
     args.queue = f"target-load-{suffix}"
+    args.grading_queue = f"grading-load-{suffix}"
 
     def log(message: str) -> None:
         print(message, file=sys.stderr if args.json else sys.stdout, flush=True)
@@ -808,8 +875,13 @@ def main() -> int:
     log(f"machine before: {machine_load()}")
     log("preparing a throwaway site (migrate, sync_content, collectstatic)…")
     # The queue's list empties itself; kombu's two binding sets for its exchange are ours to remove.
-    own_keys = [args.queue, f"_kombu.binding.{args.queue}", f"_kombu.binding_permanent.{args.queue}"]
+    own_keys = [
+        key
+        for queue in (args.queue, args.grading_queue)
+        for key in (queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
+    ]
     with bench_site(name="load", keep=args.keep, extra_redis_patterns=own_keys) as site:
+        site.env["GRADING_QUEUE"] = args.grading_queue  # gunicorn sends there, its worker takes from there
         report = measure(args=args, site=site, log=log)
     if args.json:
         print(json.dumps(report, indent=2))

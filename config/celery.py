@@ -7,6 +7,11 @@ they came from, so queued messages and the beat schedule still find them.
 
 import os
 
+# The grading worker runs the grader's sentence model (numpy on OpenBLAS): one BLAS thread per
+# worker process, as gunicorn.conf.py sets for the web, so its concurrency is the cores it takes
+# however it was started (make run, compose, the tests, the benchmarks). Set before numpy loads.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 from celery import Celery
 
 from config.env import load_settings_or_stop

@@ -219,6 +219,12 @@ CONTENT_DIRS = {
 }
 
 GRADING_RATE_LIMIT_PER_MINUTE = env_int("GRADING_RATE_LIMIT_PER_MINUTE", default=20, minimum=1)
+# The grading worker's CPU priority below the web's (nice(2) increment): on a small machine a
+# page answers first and a mark waits a few milliseconds more, rather than the other way round.
+# The Celery queue free-text answers are graded on (one worker: scripts/services.py). Its own name
+# only where two sites share one Redis database (the load benchmark does).
+GRADING_QUEUE = env_str("GRADING_QUEUE", default="grading")
+GRADING_WORKER_NICENESS = env_int("GRADING_WORKER_NICENESS", default=5, minimum=0)
 # Optional LLM judge: any OpenAI-compatible endpoint. Unset = deterministic rubric grading only.
 GRADING_JUDGE_BASE_URL = env_str("GRADING_JUDGE_BASE_URL", default="")
 GRADING_JUDGE_MODEL = env_str("GRADING_JUDGE_MODEL", default="")
@@ -238,4 +244,6 @@ LAB_REAPER_EVERY_S = env_int("LAB_REAPER_EVERY_S", default=20, minimum=1)
 CELERY_BEAT_SCHEDULE = {
     "reap-stale-runs": {"task": "workers.tasks.reap_stale_runs", "schedule": float(LAB_REAPER_EVERY_S)},
     "settle-stale-judgements": {"task": "workers.tasks.settle_stale_judgements", "schedule": 60.0},
+    # Answers whose grade never came (no grading worker, a lost message): graded by the settler.
+    "settle-stale-grades": {"task": "questions.tasks.settle_stale_grades", "schedule": 15.0},
 }

@@ -125,6 +125,8 @@ def learner_state(request: HttpRequest, page: dict) -> dict:
         "module_progress": selectors.progress_among(rows=rows, lesson_ids=page["module_lesson_ids"]),
         "course_progress": selectors.progress_among(rows=rows, lesson_ids=page["course_lesson_ids"]),
         "checks_progress": {"answered": answered, "total": len(checks)} if checks else None,
+        # A check answer still being marked: without JavaScript the page reloads until it is in.
+        "grading": any(attempt.grading for attempt in latest.values()),
     }
 
 

@@ -83,6 +83,7 @@ class InterviewSummary:
     total_seconds: int
     score: float
     max_score: float
+    grading: int = 0  # answered, not yet marked
 
     @property
     def time_taken(self) -> str:
@@ -101,12 +102,15 @@ def summary(*, state: dict, questions: list, attempts_by_id: dict[int, Any]) -> 
         attempt = attempts_by_id.get(answer["attempt"]) if answer else None
         rows.append(InterviewRow(question=question, attempt=attempt, seconds=answer["seconds"] if attempt else None))
     answered = [row for row in rows if row.attempt is not None]
+    # Scores add up over marked answers only; those still being marked are counted apart.
+    marked = [row for row in answered if not row.attempt.grading]
     started = datetime.fromisoformat(state["started_at"])
     finished = datetime.fromisoformat(state["finished_at"]) if state.get("finished_at") else started
     return InterviewSummary(
         rows=rows,
         answered=answered,
         total_seconds=max(0, int((finished - started).total_seconds())),
-        score=sum(row.attempt.score for row in answered),
-        max_score=sum(row.attempt.max_score for row in answered),
+        score=sum(row.attempt.score for row in marked),
+        max_score=sum(row.attempt.max_score for row in marked),
+        grading=len(answered) - len(marked),
     )

@@ -1,6 +1,7 @@
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
+from django.utils import timezone
 
 from core.models import ContentQuerySet
 
@@ -93,7 +94,16 @@ class Rubric(models.Model):
 
 
 class Attempt(models.Model):
-    """A learner's answer and how it was graded. Never deleted by a content sync."""
+    """A learner's answer and how it was graded. Never deleted by a content sync.
+
+    A free-text answer is stored first, `pending`, and graded by a worker on the grading queue
+    (questions.services.grade_pending_attempt); until then score and max_score are 0 and
+    `result` is empty, so anything that reads scores reads graded attempts only.
+    """
+
+    class GradeStatus(models.TextChoices):
+        PENDING = "pending", "Being graded"
+        GRADED = "graded", "Graded"
 
     class JudgeStatus(models.TextChoices):
         NONE = "none", "Rubric only"
@@ -112,6 +122,7 @@ class Attempt(models.Model):
     # The version it was graded with; null only for an attempt older than stored rubrics whose
     # version no longer matched its question when they were introduced.
     rubric = models.ForeignKey(Rubric, on_delete=models.PROTECT, null=True, blank=True, related_name="attempts")
+    grade_status = models.CharField(max_length=10, choices=GradeStatus.choices, default=GradeStatus.GRADED)
     judge_status = models.CharField(max_length=10, choices=JudgeStatus.choices, default=JudgeStatus.NONE)
     judge_result = models.JSONField(null=True, blank=True)
     flagged_for_review = models.BooleanField(default=False)
@@ -119,7 +130,11 @@ class Attempt(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["user", "question", "-created_at"])]
+        indexes = [
+            models.Index(fields=["user", "question", "-created_at"]),
+            # The stale-grade settler's scan: few rows are ever pending.
+            models.Index(fields=["grade_status", "created_at"], name="attempt_grade_status_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.user} · {self.question.slug} · {self.score}/{self.max_score}"
@@ -130,6 +145,20 @@ class Attempt(models.Model):
     @property
     def percent(self) -> int:
         return round(100 * self.score / self.max_score) if self.max_score else 0
+
+    @property
+    def grading(self) -> bool:
+        """Stored, not yet marked: the page shows "being marked" and polls."""
+        return self.grade_status == self.GradeStatus.PENDING
+
+    @property
+    def poll_delay_ms(self) -> int:
+        """How long the pending sheet waits before asking again: a quarter of the time waited so
+        far, between 0.3 and 2 s. A mark usually comes within half a second and is seen about as
+        soon; when the grading queue is backed up, the learners waiting on it do not multiply the
+        requests (a poll is one query and a small template)."""
+        waited_ms = (timezone.now() - self.created_at).total_seconds() * 1000 if self.created_at else 0
+        return int(min(2000, max(300, waited_ms / 4)))
 
 
 class ModelAnswerReveal(models.Model):

@@ -97,7 +97,7 @@ def latest_main_attempts(*, user: AbstractBaseUser, question_ids: list[int]) -> 
     if not question_ids:
         return latest
     attempts = Attempt.objects.filter(user=user, follow_up="", question_id__in=question_ids).order_by("-created_at")
-    for attempt in attempts.only("id", "question_id", "answer", "score", "max_score", "created_at"):
+    for attempt in attempts.only("id", "question_id", "answer", "score", "max_score", "grade_status", "created_at"):
         latest.setdefault(attempt.question_id, attempt)
     return latest
 
@@ -121,11 +121,26 @@ def set_siblings(*, question: Question) -> list[Question]:
     )
 
 
-def attempts_for(*, user: AbstractBaseUser, question: Question, follow_up: str | None = None):
-    attempts = Attempt.objects.filter(user=user, question=question).select_related("rubric")
-    if follow_up is not None:
-        attempts = attempts.filter(follow_up=follow_up)
-    return attempts.order_by("-created_at")
+# What a score line needs (the question page's "Your attempts"): no answer text, no mark sheet.
+_SCORE_LINE_FIELDS = ("id", "user_id", "question_id", "follow_up", "score", "max_score", "grade_status", "created_at")
+
+
+def attempts_for(*, user: AbstractBaseUser, question: Question) -> tuple[list[Attempt], dict[str, Attempt]]:
+    """The learner's attempts at a question as its page shows them: every attempt as a score
+    line, newest first, and the newest of the main answer ("") and of each follow-up in full, with
+    its rubric version for the mark sheet. Two queries, and the mark sheets (JSON) of the latest
+    only, however often the learner has answered."""
+    lines = list(
+        Attempt.objects.filter(user=user, question=question).only(*_SCORE_LINE_FIELDS).order_by("-created_at", "-id")
+    )
+    newest: dict[str, int] = {}
+    for attempt in lines:
+        newest.setdefault(attempt.follow_up, attempt.pk)
+    full = Attempt.objects.filter(pk__in=newest.values()).select_related("rubric") if newest else []
+    by_id = {attempt.pk: attempt for attempt in full}
+    for attempt in by_id.values():
+        attempt.question = question  # the mark sheet reads its spec: the caller's, not a query each
+    return lines, {follow_up: by_id[pk] for follow_up, pk in newest.items() if pk in by_id}
 
 
 def recent_attempts(*, user: AbstractBaseUser, limit: int) -> list[Attempt]:
@@ -192,6 +207,8 @@ def practice_export(*, user: AbstractBaseUser) -> dict[str, list[dict]]:
                 "max_score": attempt.max_score,
                 "percent": attempt.percent,
                 "rubric_version": attempt.rubric_version,
+                # "pending" while the grading worker has not marked it (score 0, mark sheet empty).
+                "grade_status": attempt.grade_status,
                 # The mark sheet as graded: per-criterion results with their evidence, misconceptions.
                 "mark_sheet": attempt.result,
                 "judge_status": attempt.judge_status,
@@ -287,14 +304,17 @@ def set_progress(*, user: AbstractBaseUser) -> list[dict]:
     """Per live question set: questions answered of the total, the average score of the latest
     main answer to each, and the weakest criteria (met least often in those answers, by what
     they earn), so the Me page says where to practise next."""
-    latest: dict[int, Attempt] = {}
-    attempts = (
-        Attempt.objects.filter(user=user, follow_up="", question__retired=False)
-        .select_related("question", "rubric")
-        .order_by("-created_at")
+    # Attempts still being marked have no score yet: the average is of marked answers. Which
+    # attempt is the newest per question comes from a narrow scan; only those are read in full
+    # (mark sheet, rubric), so the page costs the same however often the learner re-answered.
+    graded = Attempt.objects.filter(
+        user=user, follow_up="", question__retired=False, grade_status=Attempt.GradeStatus.GRADED
     )
-    for attempt in attempts:
-        latest.setdefault(attempt.question_id, attempt)
+    newest: dict[int, int] = {}
+    for attempt_id, question_id in graded.order_by("-created_at", "-id").values_list("id", "question_id"):
+        newest.setdefault(question_id, attempt_id)
+    full = Attempt.objects.filter(pk__in=newest.values()).select_related("question", "rubric") if newest else []
+    latest = {attempt.question_id: attempt for attempt in full}
     by_set: dict[int, list[Attempt]] = {}
     for attempt in latest.values():
         by_set.setdefault(attempt.question.question_set_id, []).append(attempt)

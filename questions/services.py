@@ -1,7 +1,10 @@
-"""Write-side logic for practice: grading an answer into an Attempt, reveals, rate limits."""
+"""Write-side logic for practice: storing an answer and grading it into its Attempt (in a worker
+for free text), reveals, rate limits."""
 
+import logging
 import time
 from datetime import timedelta
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -19,10 +22,13 @@ from questions.review import schedule_review
 from questions.rubrics import RubricUnavailable, gradable_from
 from questions.selectors import current_rubric, follow_up_spec
 
+logger = logging.getLogger(__name__)
+
 MAX_ANSWER_CHARS = 10_000
 # Registered by questions.tasks.judge_attempt; sent by name so this module need not import the
 # task that calls it back (the name is the one queued messages carry).
 JUDGE_ATTEMPT_TASK = "workers.tasks.judge_attempt"
+GRADE_ATTEMPT_TASK = "questions.tasks.grade_attempt"
 
 
 class RateLimited(Exception):
@@ -78,33 +84,112 @@ def _current_rubric(*, question: Question, follow_up: str) -> Rubric:
     return rubric
 
 
+def grades_in_worker(*, question: Question, follow_up: str = "") -> bool:
+    """Free text (main answers and follow-ups) is marked by the sentence model, 50-300 ms of CPU,
+    so it is graded on the grading queue; numeric and multiple-choice answers take microseconds
+    and no model, so they are graded in the request as before and the learner never waits."""
+    return bool(follow_up) or question.kind == Question.Kind.FREE_TEXT
+
+
 def submit_answer(*, user: AbstractBaseUser, question: Question, answer: str, follow_up: str = "") -> Attempt:
+    """Store the answer and have it graded: at once for numeric and multiple choice, by a worker
+    for free text (the attempt is saved `pending` before anything is queued, so a lost message or
+    a dead worker loses nothing: settle_stale_grades marks it later)."""
     text = clean_answer(answer=answer)
     rubric = _current_rubric(question=question, follow_up=follow_up)
     gradable = _gradable(question=question, follow_up=follow_up, rubric=rubric)
     check_rate_limit(user=user)
-    result = grade(question=gradable, answer=text)
-    data = result.to_dict()
+    fields = {"user": user, "question": question, "follow_up": follow_up, "answer": text, "rubric": rubric,
+              "rubric_version": rubric.content_hash}
+    if grades_in_worker(question=question, follow_up=follow_up):
+        with transaction.atomic():
+            attempt = Attempt.objects.create(
+                **fields, score=0, max_score=0, result={}, grade_status=Attempt.GradeStatus.PENDING
+            )
+            transaction.on_commit(lambda: _enqueue_grade(attempt_id=attempt.pk))
+        return attempt
+    data = grade(question=gradable, answer=text).to_dict()
     with transaction.atomic():
-        attempt = Attempt.objects.create(
-            user=user,
-            question=question,
-            follow_up=follow_up,
-            answer=text,
-            score=data["score"],
-            max_score=data["max_score"],
-            result=data,
-            rubric=rubric,
-            rubric_version=rubric.content_hash,
-        )
-        if not follow_up:
-            percent = 100 * data["score"] / data["max_score"] if data["max_score"] else 0
-            schedule_review(user=user, question=question, percent=percent)
-        if judge_configured() and question.kind == Question.Kind.FREE_TEXT:
-            attempt.judge_status = Attempt.JudgeStatus.PENDING
-            attempt.save(update_fields=["judge_status"])
-            transaction.on_commit(lambda: _enqueue_judge(attempt_id=attempt.pk))
+        attempt = Attempt.objects.create(**fields, score=data["score"], max_score=data["max_score"], result=data)
+        _after_grading(attempt=attempt)
     return attempt
+
+
+def _after_grading(*, attempt: Attempt) -> None:
+    """What a mark sets off, inside the transaction that stores it: the review schedule (main
+    answers) and the LLM judge's second opinion when one is configured."""
+    if not attempt.follow_up:
+        schedule_review(user=attempt.user, question=attempt.question, percent=attempt.percent)
+    if judge_configured() and (attempt.follow_up or attempt.question.kind == Question.Kind.FREE_TEXT):
+        Attempt.objects.filter(pk=attempt.pk).update(judge_status=Attempt.JudgeStatus.PENDING)
+        attempt.judge_status = Attempt.JudgeStatus.PENDING
+        transaction.on_commit(lambda: _enqueue_judge(attempt_id=attempt.pk))
+
+
+def _enqueue_grade(*, attempt_id: int) -> None:
+    try:
+        # Its own queue and worker (settings.GRADING_QUEUE, scripts/services.py), so a mark never
+        # waits behind a judge call or a probe on the default queue, and grading's CPU is bounded
+        # by that worker's slots.
+        send(task_name=GRADE_ATTEMPT_TASK, kwargs={"attempt_id": attempt_id}, queue=settings.GRADING_QUEUE)
+    except Exception:
+        # The broker is unreachable: grade here and now rather than leave the learner waiting for
+        # the settler (which needs the broker too). This request pays the 50-300 ms, once.
+        logger.warning("Grading queue unreachable; grading attempt %s in the web process", attempt_id, exc_info=True)
+        grade_pending_attempt(attempt_id=attempt_id)
+
+
+def grade_pending_attempt(*, attempt_id: int) -> Attempt | None:
+    """Mark a pending attempt against the rubric version it was stored with. Idempotent: a
+    re-queued message, or the settler racing the worker, finds it graded and leaves it alone
+    (the write is conditional on `pending`, so two graders never both schedule a review)."""
+    attempt = Attempt.objects.select_related("question", "rubric", "user").filter(pk=attempt_id).first()
+    if attempt is None or attempt.grade_status != Attempt.GradeStatus.PENDING:
+        return attempt
+    rubric = attempt.rubric or _current_rubric(question=attempt.question, follow_up=attempt.follow_up)
+    gradable = _gradable(question=attempt.question, follow_up=attempt.follow_up, rubric=rubric)
+    data = grade(question=gradable, answer=attempt.answer).to_dict()
+    with transaction.atomic():
+        won = Attempt.objects.filter(pk=attempt.pk, grade_status=Attempt.GradeStatus.PENDING).update(
+            grade_status=Attempt.GradeStatus.GRADED, score=data["score"], max_score=data["max_score"], result=data
+        )
+        if not won:
+            return Attempt.objects.get(pk=attempt.pk)
+        attempt.grade_status = Attempt.GradeStatus.GRADED
+        attempt.score, attempt.max_score, attempt.result = data["score"], data["max_score"], data
+        _after_grading(attempt=attempt)
+        renew_learner_state(user_ids=[attempt.user_id])
+    return attempt
+
+
+# A grade normally lands within a second; one still pending after this long lost its message (a
+# Redis restart) or its worker (not started, crashed). Long enough that a backlog under load is
+# not graded twice over, short enough that a learner on the page still gets their mark.
+GRADE_STALE_AFTER_S = 45
+# Per settler run: its worker grades these itself (50-300 ms each), so one run stays short.
+GRADE_SETTLE_BATCH = 40
+
+
+def settle_stale_grades(*, now=None) -> list[int]:
+    """Grade attempts left pending too long, here in the settler's own process (the default
+    queue's worker), so an answer is marked even while no grading worker runs."""
+    cutoff = (now or timezone.now()) - timedelta(seconds=GRADE_STALE_AFTER_S)
+    stale = list(
+        Attempt.objects.filter(grade_status=Attempt.GradeStatus.PENDING, created_at__lt=cutoff)
+        .order_by("created_at")
+        .values_list("pk", flat=True)[:GRADE_SETTLE_BATCH]
+    )
+    settled = []
+    for attempt_id in stale:
+        try:
+            grade_pending_attempt(attempt_id=attempt_id)
+        except ValidationError:
+            # Its rubric is gone (not loadable any more): nothing can mark it, and the learner
+            # should not watch "being marked" forever; it stays pending for staff to see.
+            logger.warning("Attempt %s cannot be graded: its rubric is unavailable", attempt_id)
+            continue
+        settled.append(attempt_id)
+    return settled
 
 
 def judge_configured() -> bool:
@@ -180,6 +265,23 @@ def settle_stale_judgements() -> list[int]:
     )
     renew_learner_state(user_ids=Attempt.objects.filter(pk__in=stale).values_list("user_id", flat=True).distinct())
     return stale
+
+
+def load_grader() -> None:
+    """Load the sentence model and the bank's reference vectors into this process (a grading
+    worker does this once at start). Best effort: a worker that cannot load them still starts,
+    and each answer then reports its own error through the settler's log."""
+    from questions.grading.embedding import encoder
+    from questions.grading.semantic import prepare_bank
+
+    started = time.monotonic()
+    try:
+        encoder()
+        count = prepare_bank(content_dir=Path(settings.CONTENT_DIRS["questions"]))
+    except Exception:
+        logger.exception("Could not load the grader's model; answers will be graded on first use")
+        return
+    logger.info("Grader loaded (%d rubrics prepared) in %.1f s", count, time.monotonic() - started)
 
 
 def reveal_model_answer(*, user: AbstractBaseUser, question: Question) -> None:

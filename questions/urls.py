@@ -13,4 +13,5 @@ urlpatterns = [
     path("q/<slug:question_slug>/reveal/", views.reveal, name="reveal"),
     path("attempts/<int:attempt_id>/", views.attempt_detail, name="attempt"),
     path("attempts/<int:attempt_id>/feedback/", views.attempt_feedback, name="attempt-feedback"),
+    path("attempts/<int:attempt_id>/check-result/", views.attempt_check_result, name="attempt-check-result"),
 ]

@@ -67,11 +67,10 @@ def _live_question(slug: str) -> Question:
 def _question_context(request: HttpRequest, question: Question, *, form=None, follow_up_forms=None) -> dict:
     user = request.user
     page = _question_page(question.slug) or {}
-    # One query for all of the learner's attempts at this question, main answer and follow-ups.
-    attempts = list(selectors.attempts_for(user=user, question=question)) if user.is_authenticated else []
-    latest_by_follow_up: dict[str, Attempt] = {}
-    for attempt in attempts:  # newest first
-        latest_by_follow_up.setdefault(attempt.follow_up, attempt)
+    # Score lines of all the learner's attempts at this question, the newest of each part in full.
+    attempts, latest_by_follow_up = (
+        selectors.attempts_for(user=user, question=question) if user.is_authenticated else ([], {})
+    )
     latest = latest_by_follow_up.get("")
     follow_ups = []
     for item in question.spec.get("follow_ups", []):
@@ -107,6 +106,8 @@ def _question_context(request: HttpRequest, question: Question, *, form=None, fo
         "public_page": public_page,
         "siblings": siblings,
         "set_total": len(siblings) + 1,
+        # An answer still being marked: without JavaScript the page reloads until its mark is in.
+        "grading": any(attempt.grading for attempt in latest_by_follow_up.values()),
     }
 
 
@@ -169,16 +170,30 @@ def reveal(request: HttpRequest, question_slug: str) -> HttpResponse:
     return redirect(f"{question.get_absolute_url()}#model-answer")
 
 
-def _mark_sheet(attempt: Attempt) -> dict:
-    return selectors.mark_sheet(attempt=attempt)
+def _mark_sheet(attempt: Attempt) -> dict | None:
+    return None if attempt.grading else selectors.mark_sheet(attempt=attempt)
+
+
+# The polls below run every 0.3-2 s while an answer is marked (and every 2 s while the LLM
+# judge's opinion is on its way): one query for the attempt, no grading, nothing per criterion
+# until the mark is in. Filtering by user turns someone else's attempt id into a plain 404.
 
 
 @login_required
 @require_GET
 def attempt_feedback(request: HttpRequest, attempt_id: int) -> HttpResponse:
-    """The mark sheet alone, polled while the LLM judge's second opinion is pending."""
+    """The mark sheet alone, polled while the answer is marked or the LLM judge's opinion is pending."""
     attempt = get_object_or_404(Attempt.objects.select_related("question", "rubric"), pk=attempt_id, user=request.user)
     return render(request, "questions/_feedback.html", {"attempt": attempt, "sheet": _mark_sheet(attempt)})
+
+
+@login_required
+@require_GET
+def attempt_check_result(request: HttpRequest, attempt_id: int) -> HttpResponse:
+    """A lesson check's score line, polled while its answer is marked."""
+    fields = ("id", "user_id", "score", "max_score", "grade_status", "created_at")
+    attempt = get_object_or_404(Attempt.objects.only(*fields), pk=attempt_id, user=request.user)
+    return render(request, "questions/_check_result.html", {"attempt": attempt})
 
 
 @login_required
@@ -235,6 +250,7 @@ def mock_interview(request: HttpRequest, set_slug: str) -> HttpResponse:
         ids = [answer["attempt"] for answer in state["answers"].values()]
         attempts = {attempt.pk: attempt for attempt in Attempt.objects.filter(user=request.user, pk__in=ids)}
         result = interview.summary(state=state, questions=questions, attempts_by_id=attempts)
+        # Answers still being marked: the page reloads itself (JavaScript or not) until all are in.
         return render(request, "questions/interview_done.html", {"question_set": question_set, "summary": result})
 
     question = questions[step]

@@ -165,7 +165,8 @@ def _spawn(name: str, argv: list[str], env: dict[str, str], *, to_log_file: bool
 
 
 def worker_commands(*, python: str) -> list[tuple[str, list[str]]]:
-    """One Celery worker for the default queue, one per enabled target queue, plus beat.
+    """One Celery worker for the default queue, one for grading answers, one per enabled target
+    queue, plus beat.
 
     The target queues are asked from the database, so a target added by staff gets its worker on
     the next start.
@@ -176,7 +177,15 @@ def worker_commands(*, python: str) -> list[tuple[str, list[str]]]:
     target_queues = [line for line in queues.stdout.split() if line] if queues.returncode == 0 else []
     celery = [python, "-m", "celery", "-A", "config"]
     commands = [
-        ("worker:default", [*celery, "worker", "-Q", "default", "-c", "2", "-n", "default@%h", "--loglevel", "INFO"])
+        ("worker:default", [*celery, "worker", "-Q", "default", "-c", "2", "-n", "default@%h", "--loglevel", "INFO"]),
+        # Free-text answers are graded here (questions.tasks.grade_attempt), never in a web request;
+        # GRADING_WORKER_CONCURRENCY processes share one copy of the sentence model.
+        (
+            "worker:grading",
+            [*celery, "worker", "-Q", os.environ.get("GRADING_QUEUE", "grading"), "-c",
+             os.environ.get("GRADING_WORKER_CONCURRENCY", "1"),
+             "-n", "grading@%h", "--loglevel", "INFO"],
+        ),
     ]
     for queue in target_queues:
         # Concurrency 1 per target: runs on one engine never overlap.

@@ -12,7 +12,8 @@ from courses.services import record_lesson_view, set_lesson_done
 from labs.execution import execute_run
 from labs.models import InferenceTarget, Lab, LabRun
 from questions.models import Attempt, Question
-from questions.services import reveal_model_answer, submit_answer
+from questions.services import reveal_model_answer
+from tests.grading import submit_and_mark
 
 STRONG = (
     "Decode is memory-bound: every step has to read all the weights from HBM to make one token. "
@@ -38,8 +39,8 @@ def give_history(*, user: User, lab: Lab, target: InferenceTarget, tag: str) -> 
     question = Question.objects.get(slug="sample-question")
     reveal_model_answer(user=user, question=question)
     attempts = [
-        submit_answer(user=user, question=question, answer=f"{MISTAKEN} ({tag})"),
-        submit_answer(user=user, question=question, answer=f"{STRONG} ({tag})"),
+        submit_and_mark(user=user, question=question, answer=f"{MISTAKEN} ({tag})"),
+        submit_and_mark(user=user, question=question, answer=f"{STRONG} ({tag})"),
     ]
     measured = LabRun.objects.create(
         user=user,

@@ -43,9 +43,9 @@ def test_me_shows_progress_per_module_and_per_question_set(client, history):
 
 def test_me_names_the_weakest_criteria_of_the_latest_answers(client, history):
     from questions.models import Question
-    from questions.services import submit_answer
+    from tests.grading import submit_and_mark
 
-    submit_answer(user=history.user, question=Question.objects.get(slug="sample-question"), answer="Decode is slow.")
+    submit_and_mark(user=history.user, question=Question.objects.get(slug="sample-question"), answer="Decode is slow.")
     client.force_login(history.user)
     html = client.get("/accounts/me/").content.decode()
     sets = _text(re.search(r'data-testid="set-progress">(.*?)</ul>', html, re.S).group(1))

@@ -8,7 +8,7 @@ from config.celery import app
 from labs.models import LabRun
 from labs.services import RUN_LAB_TASK, submit_run
 from labs.targets import upsert_target
-from questions.services import JUDGE_ATTEMPT_TASK
+from questions.services import GRADE_ATTEMPT_TASK, JUDGE_ATTEMPT_TASK
 from tests.labs.test_runs import load_lab
 
 
@@ -16,12 +16,18 @@ def test_sent_task_names_are_registered_by_the_owning_apps():
     app.loader.import_default_modules()  # what `celery worker` does at start: autodiscover tasks.py
     owners = {name: task.__module__ for name, task in app.tasks.items() if not name.startswith("celery.")}
     beat = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
-    assert beat == {"workers.tasks.reap_stale_runs", "workers.tasks.settle_stale_judgements"}
+    assert beat == {
+        "workers.tasks.reap_stale_runs",
+        "workers.tasks.settle_stale_judgements",
+        "questions.tasks.settle_stale_grades",
+    }
     assert owners == {
         RUN_LAB_TASK: "labs.tasks",
         "workers.tasks.reap_stale_runs": "labs.tasks",
         "workers.tasks.probe_target": "labs.tasks",
         JUDGE_ATTEMPT_TASK: "questions.tasks",
+        GRADE_ATTEMPT_TASK: "questions.tasks",
+        "questions.tasks.settle_stale_grades": "questions.tasks",
         "workers.tasks.settle_stale_judgements": "questions.tasks",
         "workers.tasks.ping": "core.tasks",
     }

@@ -32,7 +32,7 @@ def learner_with_history(course, scripted_engine, make_user):
     from labs.execution import execute_run
     from labs.models import Lab, LabRun
     from questions.models import Question
-    from questions.services import submit_answer
+    from tests.grading import submit_and_mark
     from tests.labs.test_runs import make_target
 
     user = make_user("phone.learner", password=PASSWORD)
@@ -48,12 +48,12 @@ def learner_with_history(course, scripted_engine, make_user):
         "kv-bytes-per-token": "131072",
     }
     for slug, answer in answers.items():
-        submit_answer(user=user, question=Question.objects.get(slug=slug), answer=answer)
+        submit_and_mark(user=user, question=Question.objects.get(slug=slug), answer=answer)
     choice = Question.objects.filter(kind=Question.Kind.MULTIPLE_CHOICE).first()
-    submit_answer(user=user, question=choice, answer="0")
+    submit_and_mark(user=user, question=choice, answer="0")
     question = Question.objects.get(slug="prefill-decode-ttft")
     follow_up = question.spec["follow_ups"][0]["slug"]
-    submit_answer(user=user, question=question, answer="It depends on input and output tokens.", follow_up=follow_up)
+    submit_and_mark(user=user, question=question, answer="It depends on input and output tokens.", follow_up=follow_up)
     target = make_target(scripted_engine("--ttft-ms", "5", "--gap-ms", "1"))
     lab = Lab.objects.get(slug="ttft-vs-output-length")
     for _ in range(2):

@@ -20,7 +20,10 @@ FOLLOW_UP = (
 )
 
 
-def test_answer_read_the_mark_sheet_see_the_model_answer_follow_up_and_review(live_site, page, course, make_user):
+def test_answer_read_the_mark_sheet_see_the_model_answer_follow_up_and_review(
+    live_site, page, course, make_user, celery_worker
+):
+    celery_worker("grading")  # free-text answers are marked there while the page polls
     make_user("learner", password="prefill-decode-bandwidth-9")
     log_in(page, live_site.url, username="learner")
     page.goto(f"{live_site.url}/practice/")
@@ -32,6 +35,8 @@ def test_answer_read_the_mark_sheet_see_the_model_answer_follow_up_and_review(li
     page.get_by_label("Your answer").fill(ANSWER)
     page.get_by_role("button", name="Submit answer").click()
     page.get_by_role("heading", name="Your mark sheet").wait_for()
+    # "Marking your answer…" until the worker's mark sheet replaces it.
+    page.locator(".criterion").first.wait_for(timeout=60_000)
     met = page.locator(".criterion.met")
     assert met.count() >= 4, page.locator(".feedback").first.inner_text()
     assert page.get_by_text("From your answer").first.is_visible()  # the evidence quoted back
@@ -43,7 +48,7 @@ def test_answer_read_the_mark_sheet_see_the_model_answer_follow_up_and_review(li
     follow_up = page.locator("#follow-up-bill")
     follow_up.get_by_label("Your answer to the follow-up").fill(FOLLOW_UP)
     follow_up.get_by_role("button", name="Answer the follow-up").click()
-    page.locator("#follow-up-bill .feedback").wait_for()
+    page.locator("#follow-up-bill .criterion").first.wait_for(timeout=60_000)
     assert page.locator("#follow-up-bill .criterion.met").count() >= 1
     page.locator("#follow-up-bill summary", has_text="An answer that works").click()
     assert page.locator("#follow-up-bill .answer-text").is_visible()

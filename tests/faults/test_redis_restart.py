@@ -9,8 +9,9 @@ from labs.content_sync import sync_labs
 from labs.models import LabRun, RunRequest
 from labs.targets import upsert_target
 from questions.models import Attempt, Question
-from questions.services import JUDGE_LOST_MESSAGE, settle_stale_judgements, submit_answer
+from questions.services import JUDGE_LOST_MESSAGE, settle_stale_judgements
 from tests.faults.conftest import final, measured, restart_redis
+from tests.grading import submit_and_mark
 from tests.service_fixtures import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -31,6 +32,7 @@ def test_a_redis_restart_with_the_queue_full_loses_no_run_and_no_answer(
     target = upsert_target(name="Scripted GPU", kind="vllm", base_url=engine.url, models=["scripted"])
     celery_worker(target.queue_name, extra_env=FAST_REAPER)
     celery_worker("default", extra_env=FAST_REAPER)
+    celery_worker("grading")
     celery_beat(every_s=1, schedule_dir=tmp_path)
 
     learners = [learner_browser(name) for name in ("ada", "grace", "edsger", "barbara")]
@@ -53,6 +55,11 @@ def test_a_redis_restart_with_the_queue_full_loses_no_run_and_no_answer(
     restart_redis(broker, during=while_redis_is_down, down_s=1.0)
     assert seen_while_down == {"lesson": 200, "run page": 200, "answer": 200, "mark sheet shown": 1}
     assert Attempt.objects.filter(user__username="ada", question__slug="prefill-decode-ttft").count() == 1
+    # Marked: in the request when the grading queue could not be reached, else by its worker.
+    wait_for(
+        lambda: Attempt.objects.filter(user__username="ada", grade_status=Attempt.GradeStatus.GRADED).exists(),
+        message="the answer's mark",
+    )
 
     # The lost messages are sent again by the reaper; each run is measured exactly once.
     for run_id in run_ids:
@@ -69,7 +76,7 @@ def test_an_answer_whose_judge_message_was_lost_settles_to_its_rubric_result(
     settings.GRADING_JUDGE_MODEL = "judge"
     ada = make_user("ada")
     question = Question.objects.get(slug="prefill-decode-ttft")
-    attempt = submit_answer(user=ada, question=question, answer=ANSWER)
+    attempt = submit_and_mark(user=ada, question=question, answer=ANSWER)  # the judge is asked once marked
     assert attempt.judge_status == Attempt.JudgeStatus.PENDING
     import redis
 

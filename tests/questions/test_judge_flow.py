@@ -8,6 +8,7 @@ from django.core.management import call_command
 
 from questions.models import Attempt
 from questions.services import apply_judge
+from tests.grading import mark_pending_answers
 from tests.questions.test_grading_judge import completion, server  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -38,7 +39,7 @@ def test_an_agreeing_judge_confirms_and_the_page_stops_polling(judged, logged_in
         0.0,
     )
     logged_in_client.post("/practice/q/sample-question/", {"answer": ANSWER})
-    attempt = Attempt.objects.get(user=user)
+    (attempt,) = mark_pending_answers()  # the judge is asked once the rubric's mark is in
     assert attempt.judge_status == Attempt.JudgeStatus.PENDING
     pending = logged_in_client.get(f"/practice/attempts/{attempt.pk}/feedback/").content.decode()
     assert "second opinion from the LLM judge on its way" in pending and 'hx-trigger="every 2s"' in pending
@@ -60,6 +61,7 @@ def test_disagreement_flags_the_attempt_for_staff_review(judged, logged_in_clien
         0.0,
     )
     logged_in_client.post("/practice/q/sample-question/", {"answer": ANSWER})
+    mark_pending_answers()
     attempt = apply_judge(attempt_id=Attempt.objects.get(user=user).pk)
     assert attempt.flagged_for_review
     assert attempt.result["disagreements"]
@@ -69,7 +71,7 @@ def test_disagreement_flags_the_attempt_for_staff_review(judged, logged_in_clien
 def test_a_broken_judge_leaves_the_rubric_result(judged, logged_in_client, user):
     judged.script = lambda request: (200, completion("not json at all"), 0.0)
     logged_in_client.post("/practice/q/sample-question/", {"answer": ANSWER})
-    before = Attempt.objects.get(user=user)
+    (before,) = mark_pending_answers()
     attempt = apply_judge(attempt_id=before.pk)
     assert attempt.judge_status == Attempt.JudgeStatus.FAILED
     assert attempt.score == before.score and attempt.result == before.result

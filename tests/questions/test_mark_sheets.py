@@ -6,6 +6,7 @@ import pytest
 from django.core.management import call_command
 
 from questions.services import MAX_ANSWER_CHARS
+from tests.grading import mark_pending_answers
 
 NUMERIC = "/practice/q/kv-bytes-per-token/"
 FREE_TEXT = "/practice/q/prefill-decode-ttft/"
@@ -79,6 +80,8 @@ def test_the_limit_agrees_in_help_text_form_and_server(client, repository_conten
 def test_misconceptions_are_named_in_words_never_by_id(client, repository_content, user):
     client.force_login(user)
     answer = "Prefill is memory-bound and decode is compute-bound, so a longer prompt barely matters."
-    html = client.post(FREE_TEXT, {"answer": answer}, HTTP_HX_REQUEST="true").content.decode()
+    client.post(FREE_TEXT, {"answer": answer}, HTTP_HX_REQUEST="true")
+    (attempt,) = mark_pending_answers()
+    html = client.get(f"/practice/attempts/{attempt.pk}/feedback/", HTTP_HX_REQUEST="true").content.decode()
     assert "Misconception: Prefill memory-bound, decode compute-bound (swapped)." in html
     assert "swapped-bounds" not in html

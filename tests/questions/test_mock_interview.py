@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from questions import interview
 from questions.models import Question, QuestionSet, ReviewCard
+from tests.grading import mark_pending_answers
 
 SET = "quantization-inference-optimisation"
 URL = f"/practice/sets/{SET}/interview/"
@@ -64,6 +65,12 @@ def test_the_end_page_scores_each_question_with_its_time_and_reviews_only_answer
     html = client.get(response["Location"]).content.decode()
     assert questions[1].prompt in html and 'data-testid="mark-sheet"' not in html
     html = client.get(f"{URL}?step={len(questions)}").content.decode()  # skip the rest
+    # The answer is still with the grading worker: the end page says so and reloads itself.
+    assert "1 answer is still being marked" in " ".join(re.sub(r"<[^>]+>", " ", html).split())
+    assert '<meta http-equiv="refresh" content="2">' in html
+    mark_pending_answers()
+    html = client.get(f"{URL}?step={len(questions)}").content.decode()
+    assert 'http-equiv="refresh"' not in html
     summary = " ".join(re.sub(r"<[^>]+>", " ", html).split())
     assert f"You answered 1 of {len(questions)} questions in" in summary
     table = re.search(r'data-testid="interview-scores">(.*?)</table>', html, re.S).group(1)

@@ -1,5 +1,6 @@
 
 from questions.models import Attempt, ModelAnswerReveal, ReviewCard
+from tests.grading import mark_pending_answers
 
 STRONG = (
     "Decode is memory-bound: every step has to read all the weights from HBM to make one token. "
@@ -13,10 +14,15 @@ def test_answering_shows_a_mark_sheet_with_evidence_and_schedules_review(client,
     html = response.content.decode()
     assert response.status_code == 200
     assert 'id="answer-panel"' in html and "<html" not in html
-    assert "Got it" in html
-    assert "From your answer" in html
-    assert "An answer that works" in html and "so bytes moved dominate" in html  # revealed after an attempt
+    # Stored at once and marked by the grading worker: the panel says so and polls for the sheet.
     attempt = Attempt.objects.get(user=user)
+    assert "Marking your answer" in html and f"/practice/attempts/{attempt.pk}/feedback/" in html
+    assert "An answer that works" in html and "so bytes moved dominate" in html  # revealed after an attempt
+    mark_pending_answers()
+    sheet = client.get(f"/practice/attempts/{attempt.pk}/feedback/", HTTP_HX_REQUEST="true").content.decode()
+    assert "Got it" in sheet and "From your answer" in sheet
+    assert "Marking your answer" not in sheet and "hx-trigger" not in sheet  # the polling stops
+    attempt.refresh_from_db()
     assert attempt.score == attempt.max_score == 3
     assert attempt.rubric_version
     assert ReviewCard.objects.get(user=user, question__slug="sample-question").due > attempt.created_at
@@ -28,6 +34,7 @@ def test_a_misconception_is_named_with_its_correction(client, synced, user):
         "/practice/q/sample-question/",
         {"answer": "Decode is compute-bound because it does lots of matrix maths on the weights."},
     )
+    mark_pending_answers()
     html = client.get("/practice/q/sample-question/").content.decode()
     assert "Misconception: Decode is compute-bound." in html
     assert "far below the ridge point" in html
@@ -53,9 +60,11 @@ def test_follow_up_is_graded_against_its_own_rubric(client, synced, user):
         HTTP_HX_REQUEST="true",
     )
     html = response.content.decode()
-    assert 'id="follow-up-batching"' in html
+    assert 'id="follow-up-batching"' in html and "Marking your answer" in html
+    mark_pending_answers()
     follow_up = Attempt.objects.get(user=user, follow_up="batching")
     assert follow_up.score == follow_up.max_score == 1
+    assert "Got it" in client.get(f"/practice/attempts/{follow_up.pk}/feedback/").content.decode()
 
 
 def test_empty_answer_is_refused_and_nothing_is_stored(client, synced, user):
@@ -107,6 +116,7 @@ def test_grading_is_rate_limited_with_a_clear_message(client, synced, user, sett
 def test_review_queue_lists_a_weak_answer_as_due_today(client, synced, user):
     client.force_login(user)
     client.post("/practice/q/sample-question/", {"answer": "I am not sure, something about GPUs."})
+    mark_pending_answers()
     html = client.get("/practice/review/").content.decode()
     assert "Why is decode memory-bound?" in html.split("Due today")[1]
 

@@ -3,8 +3,11 @@ is built once per content version; the learner's own part is a bounded number of
 
 from django.core.management import call_command
 
+from tests.grading import mark_pending_answers
+
 URL = "/practice/q/sample-question/"
-# user, the learner's attempts at this question, and whether they revealed the model answer.
+# user, the learner's attempts at this question as score lines, then either the newest of each
+# part in full (answered) or whether they revealed the model answer (not yet answered).
 SIGNED_IN_QUESTION_QUERIES = 3
 
 
@@ -28,6 +31,28 @@ def test_a_signed_in_question_page_is_a_few_queries_and_shows_the_learners_own_a
     assert 'id="feedback"' in html  # Ada's own mark sheet
 
 
+def test_a_learner_who_answered_many_times_gets_the_same_few_queries_and_the_newest_sheet(
+    client, synced, user, django_assert_max_num_queries
+):
+    from questions.models import Attempt, Question
+    from tests.grading import submit_and_mark
+
+    question = Question.objects.get(slug="sample-question")
+    for index in range(12):
+        submit_and_mark(user=user, question=question, answer=f"Decode is slow, try {index}.")
+    newest = submit_and_mark(user=user, question=question, answer="Decode is memory-bound: it reads all the weights.")
+    submit_and_mark(user=user, question=question, answer="Batching shares the weight read.", follow_up="batching")
+    client.get(URL)  # anonymous: builds the part every learner shares
+    client.force_login(user)
+    with django_assert_max_num_queries(SIGNED_IN_QUESTION_QUERIES) as queries:
+        html = client.get(URL).content.decode()
+    # Only the newest main answer and the follow-up's are read in full (answer text, mark sheet).
+    full_reads = [q["sql"] for q in queries.captured_queries if '"questions_attempt"."result"' in q["sql"]]
+    assert len(full_reads) == 1 and Attempt.objects.filter(user=user).count() == 14
+    assert "it reads all the weights" in html and "try 11" not in html.split('id="history-title"')[0]
+    assert html.count('href="/practice/attempts/') >= 10 and f'href="{newest.get_absolute_url()}"' in html
+
+
 def test_a_changed_question_shows_after_sync_content(client, synced, content, user):
     client.force_login(user)
     assert "Why is decode memory-bound?" in client.get(URL).content.decode()
@@ -48,6 +73,7 @@ def test_the_review_queue_is_a_few_queries_however_many_cards_are_due(
 ):
     client.force_login(user)
     client.post(URL, {"answer": "Decode reads all the weights every step."})  # a wrong-ish answer: a card
+    mark_pending_answers()
     client.get("/practice/review/")
     # user, cards due today (with their questions), upcoming cards
     with django_assert_max_num_queries(3):

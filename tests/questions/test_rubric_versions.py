@@ -7,6 +7,7 @@ from django.core.management import call_command
 from django.db import IntegrityError
 
 from questions.models import Attempt, Question, Rubric
+from tests.grading import mark_pending_answers
 
 STRONG = (
     "Decode is memory-bound: every step has to read all the weights from HBM to make one token. "
@@ -40,6 +41,7 @@ def test_old_attempts_render_the_criteria_they_were_graded_with(client, synced, 
         "/practice/q/sample-question/",
         {"answer": "Batching shares one read of the weights across all the sequences.", "follow_up": "batching"},
     )
+    mark_pending_answers()
     old_main = Attempt.objects.get(user=user, follow_up="")
     old_follow_up = Attempt.objects.get(user=user, follow_up="batching")
     old_rubric = old_main.rubric
@@ -60,6 +62,7 @@ def test_old_attempts_render_the_criteria_they_were_graded_with(client, synced, 
     assert Rubric.objects.filter(question=question).count() == 4  # two versions each of main and follow-up
 
     client.post("/practice/q/sample-question/", {"answer": STRONG})
+    mark_pending_answers()
     new_main = Attempt.objects.filter(user=user, follow_up="").latest("created_at")
     assert new_main.pk != old_main.pk
     assert new_main.rubric.content_hash == question.rubric_version
@@ -81,7 +84,7 @@ def test_grading_reads_the_stored_rubric_not_the_files(client, synced, user):
     _rewrite(synced, OLD_EARNS, NEW_EARNS)
     client.force_login(user)
     client.post("/practice/q/sample-question/", {"answer": STRONG})
-    attempt = Attempt.objects.get(user=user)
+    (attempt,) = mark_pending_answers()
     assert attempt.rubric.content_hash == Question.objects.get(slug="sample-question").rubric_version
     assert OLD_EARNS in client.get(attempt.get_absolute_url()).content.decode()
 

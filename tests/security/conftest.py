@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from labs.models import InferenceTarget, LabRun
 from questions.models import Attempt, Question
-from questions.services import submit_answer
+from tests.grading import submit_and_mark
 from tests.labs.test_checks import output_length_run
 from tests.labs.test_runs import load_lab, make_target
 from tests.sample_content import write_sample_content
@@ -114,7 +114,7 @@ def _build_world() -> World:
     question = Question.objects.live().first()
     runs, attempts = {}, {}
     for user in (learner, other):
-        attempts[user.username] = submit_answer(
+        attempts[user.username] = submit_and_mark(
             user=user, question=question, answer="Decode reads all the weights each step; memory bound."
         )
         # Two finished runs each, so the run page offers its compare form.
