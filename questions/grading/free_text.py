@@ -118,12 +118,23 @@ def _credited_by_patterns(
     evidence: RubricEvidence, question: Question | FollowUp, first: int, last: int,
     criterion_ids: Sequence[str],
 ) -> bool:
-    """Whether the pattern layer credits one of these criteria in sentences first..last."""
-    span = set(range(first, last + 1))
-    return any(
-        criterion.id in criterion_ids and span & set(sentences)
-        for criterion, sentences in zip(question.rubric, evidence.criterion_sentences, strict=True)
-    )
+    """Whether the pattern layer credits one of these criteria in sentences first..last,
+    counting the sentence a pronoun leans on ("Decode is the token-by-token phase. It is
+    memory-bound.") as part of the credit."""
+    analysis = evidence.analysis
+    unit_span = set(range(first, last + 1))
+    for criterion, sentences in zip(question.rubric, evidence.criterion_sentences, strict=True):
+        if criterion.id not in criterion_ids:
+            continue
+        for index in sentences:
+            start, end = evidence_span(analysis=analysis, index=index)
+            covered = {
+                i for i, s in enumerate(analysis.sentences)
+                if s.sentence.start >= start and s.sentence.end <= end
+            }
+            if unit_span & (covered | {index}):
+                return True
+    return False
 
 
 def grade_rubric(
