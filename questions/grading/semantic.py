@@ -560,10 +560,15 @@ def semantic_evidence(
     misconception_sims = [vectors @ refs.T for refs in prepared.misconception_vectors]
     correction_sims = [vectors @ refs.T for refs in prepared.correction_vectors]
 
+    unit_negated = np.array([u.negated for u in units])
+
     def agreement(refs: Sequence[_Reference], *, by_clause: bool) -> np.ndarray:
         if not refs:
             return np.zeros((len(units), 0), dtype=bool)
-        return np.array([[not u.opposes(r, by_clause=by_clause) for r in refs] for u in units])
+        if not by_clause:
+            # Whole-sentence polarity: one comparison of two vectors of flags.
+            return unit_negated[:, None] == np.array([r.negated for r in refs])[None, :]
+        return np.array([[not u.opposes(r, by_clause=True) for r in refs] for u in units])
 
     misc_clause, crit_clause = CLAUSE_POLARITY_MISCONCEPTIONS, CLAUSE_POLARITY_CRITERIA
     # Polarity as each side reads it: a criterion's references with whole-sentence polarity,
