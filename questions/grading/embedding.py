@@ -163,6 +163,9 @@ class SentenceEncoder:
         self._width = self._words.shape[1]
         self._head_width = self._width // _HEADS
         self._unit_cache: dict[str, np.ndarray] = {}
+        # Learner sentences are not kept, except by tools that grade the same answers many
+        # times over (fitting the decision model, leave-one-round-out): see remember_sentences.
+        self._sentence_memo: dict[str, tuple[np.ndarray, int]] | None = None
         self._cache_lock = threading.Lock()
         self._store = (
             None if os.environ.get("PREFILL_GRADER_VECTOR_CACHE") == "off"
@@ -236,8 +239,22 @@ class SentenceEncoder:
         """
         if not texts:
             return []
+        memo = self._sentence_memo
+        if memo is not None:
+            missing = [t for t in dict.fromkeys(texts) if t not in memo]
+            if missing:
+                memo.update(zip(missing, self._pooled(missing), strict=True))
+            return [memo[t] for t in texts]
+        return self._pooled(texts)
+
+    def _pooled(self, texts: list[str]) -> list[tuple[np.ndarray, int]]:
         sequences = [encoding.ids for encoding in self._tokenizer.encode_batch(texts)]
         return list(zip(self._forward(sequences), map(len, sequences), strict=True))
+
+    def remember_sentences(self, on: bool = True) -> None:
+        """Keep every sentence's pooled vector for the life of the process (or stop): for
+        tools that grade the same labelled answers again and again, never for the site."""
+        self._sentence_memo = {} if on else None
 
     def encode(self, texts: list[str], *, remember: bool = False) -> np.ndarray:
         """One unit vector per text, shape (len(texts), 384).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from questions.bank import Criterion, FollowUp, Question
 from questions.grading.matching import (
@@ -19,7 +20,7 @@ from questions.grading.results import (
     MisconceptionHit,
     total,
 )
-from questions.grading.semantic import semantic_evidence
+from questions.grading.semantic import SemanticEvidence, semantic_evidence
 from questions.grading.text import (
     AnswerAnalysis,
     analyse,
@@ -52,39 +53,119 @@ def _answer_wide(analysis: AnswerAnalysis, match: Sequence[str]) -> list[int] | 
     return None
 
 
-def grade_rubric(
-    *, question: Question | FollowUp, answer: str, apply_keyword_cap: bool = True,
-) -> tuple[tuple[CriterionResult, ...], tuple[MisconceptionHit, ...], str | None]:
-    """Per-criterion results, misconceptions found and the keyword-list reason (if capped)."""
+@dataclass(frozen=True)
+class RubricEvidence:
+    """What the pattern and semantic layers found in an answer, before any decision to cap."""
+
+    analysis: AnswerAnalysis
+    # Per misconception: sentence index -> the alternative of its `match` that holds there.
+    misconception_sentences: tuple[dict[int, list[str]], ...]
+    # Per criterion: the sentences its patterns credit, untainted by a misconception found.
+    criterion_sentences: tuple[list[int], ...]
+    # Per criterion: for an answer-wide criterion, the sentences that together name it.
+    answer_wide: tuple[list[int] | None, ...]
+    tainted: dict[int, set[str]]
+    meaning: SemanticEvidence
+
+
+def rubric_evidence(*, question: Question | FollowUp, answer: str) -> RubricEvidence:
     analysis = analyse(
         text=answer, concepts=question.concepts, concept_ids=used_concepts(question),
         contrasts=question.contrasts,
     )
-
-    meaning = semantic_evidence(question=question, analysis=analysis)
-    hits: list[MisconceptionHit] = []
+    misconception_sentences = tuple(
+        _matching_sentences(
+            analysis, misconception.match, misconception.unless, misconception=True,
+        )
+        if misconception.match else {}
+        for misconception in question.misconceptions
+    )
     tainted: dict[int, set[str]] = {}
+    for found in misconception_sentences:
+        for index, alternative in found.items():
+            tainted.setdefault(index, set()).update(alternative)
+    # A sentence that states a misconception earns nothing for the same concepts
+    # ("decode is compute-bound because it reads all the weights").
+    criterion_sentences = tuple(
+        sorted(
+            _matching_sentences(
+                analysis, criterion.match, criterion.unless, misconception=False,
+                tainted=tainted,
+            ),
+        )
+        for criterion in question.rubric
+    )
+    answer_wide = tuple(
+        _answer_wide(analysis, criterion.match) if criterion.scope == "answer" else None
+        for criterion in question.rubric
+    )
+    meaning = semantic_evidence(
+        question=question, analysis=analysis,
+        criterion_patterns=[
+            bool(sentences) or spread is not None
+            for sentences, spread in zip(criterion_sentences, answer_wide, strict=True)
+        ],
+        misconception_patterns=[bool(found) for found in misconception_sentences],
+    )
+    return RubricEvidence(
+        analysis=analysis, misconception_sentences=misconception_sentences,
+        criterion_sentences=criterion_sentences, answer_wide=answer_wide, tainted=tainted,
+        meaning=meaning,
+    )
+
+
+def _credited_by_patterns(
+    evidence: RubricEvidence, question: Question | FollowUp, first: int, last: int,
+    criterion_ids: Sequence[str],
+) -> bool:
+    """Whether the pattern layer credits one of these criteria in sentences first..last,
+    counting the sentence a pronoun leans on ("Decode is the token-by-token phase. It is
+    memory-bound.") as part of the credit."""
+    analysis = evidence.analysis
+    unit_span = set(range(first, last + 1))
+    for criterion, sentences in zip(question.rubric, evidence.criterion_sentences, strict=True):
+        if criterion.id not in criterion_ids:
+            continue
+        for index in sentences:
+            start, end = evidence_span(analysis=analysis, index=index)
+            covered = {
+                i for i, s in enumerate(analysis.sentences)
+                if s.sentence.start >= start and s.sentence.end <= end
+            }
+            if unit_span & (covered | {index}):
+                return True
+    return False
+
+
+def grade_rubric(
+    *, question: Question | FollowUp, answer: str, apply_keyword_cap: bool = True,
+) -> tuple[tuple[CriterionResult, ...], tuple[MisconceptionHit, ...], str | None]:
+    """Per-criterion results, misconceptions found and the keyword-list reason (if capped)."""
+    evidence = rubric_evidence(question=question, answer=answer)
+    analysis, meaning, tainted = evidence.analysis, evidence.meaning, evidence.tainted
+    hits: list[MisconceptionHit] = []
     # Sentences that state a misconception by meaning earn no criterion by meaning.
     wrong_sentences: set[int] = set()
     voided: dict[str, str] = {}
-    for misconception, semantic in zip(
-        question.misconceptions, meaning.misconceptions, strict=True,
+    for misconception, found, semantic in zip(
+        question.misconceptions, evidence.misconception_sentences, meaning.misconceptions,
+        strict=True,
     ):
-        found = (
-            _matching_sentences(
-                analysis, misconception.match, misconception.unless, misconception=True,
-            )
-            if misconception.match else {}
-        )
         # `unless` guards the patterns ("compute-bound" near "batching"); the semantic match
         # already weighed the whole sentence against the right statements.
+        if semantic is not None and not found and _credited_by_patterns(
+            evidence, question, semantic.unit.first, semantic.unit.last, misconception.voids,
+        ):
+            # Read by meaning alone, the sentence states the belief; read by the patterns
+            # (relations and negation included) it earns a point the belief contradicts
+            # ("GPUs have far more compute than bandwidth" is not "compute is the limit").
+            # The explicit reading wins.
+            semantic = None
         if semantic is not None:
             wrong_sentences.update(range(semantic.unit.first, semantic.unit.last + 1))
         if not found and semantic is None:
             continue
-        for index, alternative in found.items():
-            tainted.setdefault(index, set()).update(alternative)
-            wrong_sentences.add(index)
+        wrong_sentences.update(found)
         if found:
             start, end = evidence_span(analysis=analysis, index=min(found))
         else:
@@ -101,17 +182,12 @@ def grade_rubric(
             voided.setdefault(criterion_id, misconception.id)
 
     results: list[CriterionResult] = []
-    for position, (criterion, semantic) in enumerate(
-        zip(question.rubric, meaning.criteria, strict=True),
+    for position, (criterion, semantic, sentences, spread) in enumerate(
+        zip(
+            question.rubric, meaning.criteria, evidence.criterion_sentences,
+            evidence.answer_wide, strict=True,
+        ),
     ):
-        # A sentence that states a misconception earns nothing for the same concepts
-        # ("decode is compute-bound because it reads all the weights").
-        sentences = sorted(
-            _matching_sentences(
-                analysis, criterion.match, criterion.unless, misconception=False,
-                tainted=tainted,
-            ),
-        )
         span: tuple[int, int] | None = None
         if sentences:
             # The quoted evidence is the sentence that says the point, not merely the first
@@ -127,13 +203,11 @@ def grade_rubric(
                 ),
             )
             span = evidence_span(analysis=analysis, index=earning)
-        elif criterion.scope == "answer":
-            spread = _answer_wide(analysis, criterion.match)
-            if spread is not None:
-                span = (
-                    evidence_span(analysis=analysis, index=spread[0])[0],
-                    analysis.sentences[spread[-1]].sentence.end,
-                )
+        elif spread is not None:
+            span = (
+                evidence_span(analysis=analysis, index=spread[0])[0],
+                analysis.sentences[spread[-1]].sentence.end,
+            )
         if span is None and semantic is not None and not (
             wrong_sentences & set(range(semantic.unit.first, semantic.unit.last + 1))
         ):

@@ -9,15 +9,23 @@ compared with reference statements:
   gives, and the model-answer sentences where the criterion's own patterns hold;
 - for a misconception: the `statements` of the wrong belief the bank gives.
 
-Similarity alone cannot tell "decode is memory-bound" from "decode is not memory-bound", so a
-match is only taken when it also agrees with the reference on polarity (both negated or both
-not), when the sentence is closer to the right idea than to a misconception (or the other way
-round for misconceptions), and, for misconceptions, when the sentence makes a claim of its own
-rather than reporting someone else's belief.
+Similarity alone cannot tell "decode is memory-bound" from "decode is not memory-bound", so
+only references that agree with the unit on polarity (both negated or both not) count, and a
+misconception is only looked for in sentences that make a claim of their own rather than
+report someone else's belief.
+
+Whether the closest unit is close enough is not a hand-set cosine threshold: a logistic
+regression per kind of item (`SemanticModel`, weights in semantic_model.json) reads a few
+features of it (its similarity, how much closer it is to this item than to a misconception or
+to another criterion, whether the opposite statement is closer, how much of the rest of the
+rubric the answer speaks to) and says how likely the unit is to say the item. It is fitted on
+the labelled rounds by `manage.py fit_semantic_model` (see calibration.py), which also reports
+leave-one-round-out figures: the honest estimate on answers nobody tuned it for.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Mapping, Sequence
@@ -31,30 +39,9 @@ from questions.grading.embedding import encoder, unit
 from questions.grading.matching import _matching_sentences, used_concepts
 from questions.grading.text import AnswerAnalysis, analyse, split_sentences
 
-# Cosine similarity a learner sentence needs with a reference to count as saying it. Chosen
-# on the development set and rounds 1-4 together, with the bank's ~8 paraphrases per criterion
-# and ~8 statements per misconception (issue 12; round 5 measures them): 0.74 keeps every
-# wrong answer of round 3 that its first run held under 35% (0.73 let one through on a 0.739
-# match) and costs no paraphrase credit; 0.75 costs two. A misconception needs 0.76 and a
-# 0.045 lead over every criterion reference: 0.06 missed three real ones, 0.03 flagged two
-# correct development answers.
-CRITERION_THRESHOLD = 0.74
-MISCONCEPTION_THRESHOLD = 0.76
-# A misconception is only taken when the sentence is this much closer to the wrong belief
-# than to anything the rubric credits; a criterion only when it is not closer to a
-# misconception by this much.
-MARGIN = 0.03
-# Flagging a misconception caps the score, so it needs a clearer lead over the right ideas.
-MISCONCEPTION_MARGIN = 0.045
-# Measured on round 3 (see its round.json): requiring a concept of the misconception's own
-# `match` and a lead over the corrections' sentences cost more real misconceptions than it
-# saved false flags, so a misconception needs only a lead over the criteria's references.
-MISC_FLOOR = "criteria"
-MISC_ANCHOR = False
-# Two sentences read together need this much more similarity than one.
+# Two sentences read together cover more ground by chance: their similarity counts this much
+# less when the closest unit to an item is chosen.
 PAIR_BONUS = 0.04
-# Above this a match needs no concept of the item's own vocabulary in the sentence.
-STRONG = 0.80
 # Polarity read per clause (see Polarity) rather than over the whole sentence, for matching
 # misconceptions and for matching criteria.
 CLAUSE_POLARITY_MISCONCEPTIONS = True
@@ -69,7 +56,8 @@ _META_LEAD = re.compile(
     re.IGNORECASE,
 )
 _POLARITY = re.compile(
-    r"(?<!\w)(?:not(?!\s+(?:only|just|merely))|\w+n't|cannot|never|no(?!\s+(?:matter|doubt))"
+    # ", not the math," contrasts a phrase with the claim; it does not deny the claim.
+    r"(?<!\w)(?:(?<!, )(?<!\u2014)not(?!\s+(?:only|just|merely))|\w+n't|cannot|never|no(?!\s+(?:matter|doubt))"
     r"|none|neither|nor|without|independent\s+of|regardless\s+of|unaffected|irrelevant"
     r"|doesnt|dont|isnt|arent|wont|cant)(?!\w)",
     re.IGNORECASE,
@@ -272,6 +260,124 @@ class SemanticMatch:
     unit: Unit
     similarity: float
     reference: str
+    # The decision model's probability that the unit says the item (see SemanticModel).
+    probability: float = 1.0
+
+
+# What the decision model reads about the unit closest in meaning to an item. Similarities
+# are cosines; a lead is clipped to +-LEAD_CLIP, since beyond that it says nothing more.
+CRITERION_FEATURES = (
+    "similarity",            # the unit's best cosine with a same-polarity reference (pairs less PAIR_BONUS)
+    "pair",                  # 1 when that unit is two sentences read together
+    "lead_misconceptions",   # its cosine less its best cosine with a misconception statement
+    "lead_other_criteria",   # its cosine less its best cosine with another criterion's references
+    "anchored",              # 1 when the unit names a concept of the criterion's `match`
+    "opposed",               # best cosine with an opposite-polarity reference, less `similarity`
+    "whole_answer",          # the whole answer's best cosine with the criterion's references
+    "answer_similarity",     # the mean `similarity` of the other criteria: how much of the
+                             # rest of the rubric the answer speaks to
+    "pattern",               # 1 when the pattern layer credits the criterion
+)
+MISCONCEPTION_FEATURES = (
+    "similarity",            # best cosine of an own-claim unit with a statement of the belief
+    "pair",
+    "lead_criteria",         # its cosine less its best cosine with any criterion reference
+    "lead_corrections",      # ... or with any criterion reference or correction sentence
+    "anchored",              # 1 when the unit names a concept of the misconception's `match`
+    "opposed",               # best cosine with an opposite-polarity statement, less `similarity`
+    "whole_answer",          # the whole answer's best cosine with the statements
+    "answer_similarity",     # as for criteria: an answer that says the rubric's points rarely
+                             # rests on a misconception
+    "pattern",               # 1 when the pattern layer finds the misconception
+)
+LEAD_CLIP = 0.3
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """The unit closest in meaning to an item, and what the decision model reads about it."""
+
+    match: SemanticMatch | None
+    features: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class Logistic:
+    """A logistic regression over named features (standardised), with its decision threshold."""
+
+    features: tuple[str, ...]
+    mean: np.ndarray
+    scale: np.ndarray
+    weights: np.ndarray
+    bias: float
+    threshold: float
+
+    def probability(self, features: Mapping[str, float]) -> float:
+        x = np.array([features[name] for name in self.features], dtype=np.float64)
+        z = float(((x - self.mean) / self.scale) @ self.weights + self.bias)
+        return 1.0 / (1.0 + np.exp(-z))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> Logistic:
+        return cls(
+            features=tuple(data["features"]),  # type: ignore[arg-type]
+            mean=np.asarray(data["mean"], dtype=np.float64),
+            scale=np.asarray(data["scale"], dtype=np.float64),
+            weights=np.asarray(data["weights"], dtype=np.float64),
+            bias=float(data["bias"]),  # type: ignore[arg-type]
+            threshold=float(data["threshold"]),  # type: ignore[arg-type]
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "features": list(self.features),
+            "mean": [round(float(v), 6) for v in self.mean],
+            "scale": [round(float(v), 6) for v in self.scale],
+            "weights": [round(float(v), 6) for v in self.weights],
+            "bias": round(self.bias, 6),
+            "threshold": round(self.threshold, 6),
+        }
+
+
+@dataclass(frozen=True)
+class SemanticModel:
+    """Whether a candidate unit says a criterion / states a misconception."""
+
+    criterion: Logistic
+    misconception: Logistic
+
+
+MODEL_FILE = Path(__file__).with_name("semantic_model.json")
+_UNLOADED: object = object()
+_model: SemanticModel | object | None = _UNLOADED
+_model_lock = threading.Lock()
+
+
+def load_model(path: Path = MODEL_FILE) -> SemanticModel:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return SemanticModel(
+        criterion=Logistic.from_dict(data["criterion"]),
+        misconception=Logistic.from_dict(data["misconception"]),
+    )
+
+
+def model() -> SemanticModel | None:
+    """The decision model in use: semantic_model.json, read once per process."""
+    global _model
+    if _model is _UNLOADED:
+        with _model_lock:
+            if _model is _UNLOADED:
+                _model = load_model()
+    return _model  # type: ignore[return-value]
+
+
+def use_model(replacement: SemanticModel | None) -> SemanticModel | None:
+    """Swap the decision model (fitting, leave-one-round-out, tests); returns the one in use.
+    None switches the semantic layer off: only the patterns grade."""
+    global _model
+    with _model_lock:
+        previous, _model = _model, replacement
+    return None if previous is _UNLOADED else previous  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -281,6 +387,8 @@ class SemanticEvidence:
     # Per criterion, sentence index -> its highest similarity to the criterion's references
     # (sentences the layer read), to choose which of several sentences is quoted as evidence.
     sentence_scores: tuple[Mapping[int, float], ...] = ()
+    criterion_candidates: tuple[Candidate, ...] = ()
+    misconception_candidates: tuple[Candidate, ...] = ()
 
     def sentence_similarity(self, *, criterion: int, index: int) -> float:
         """A sentence's highest similarity to a criterion's references (-1 if not read)."""
@@ -289,8 +397,9 @@ class SemanticEvidence:
         return self.sentence_scores[criterion].get(index, -1.0)
 
 
-def _units(analysis: AnswerAnalysis) -> tuple[list[Unit], np.ndarray]:
-    """Sentences that make a claim, and adjacent pairs of them, with their unit vectors.
+def _units(analysis: AnswerAnalysis) -> tuple[list[Unit], np.ndarray, np.ndarray | None]:
+    """Sentences that make a claim, and adjacent pairs of them, with their unit vectors, and
+    the whole answer's vector (the mean over the tokens of every sentence read).
 
     A sentence without a verb or connective (a bare list of terms) is not read: it states
     nothing, and the keyword-list cap deals with answers made of them.
@@ -331,8 +440,9 @@ def _units(analysis: AnswerAnalysis) -> tuple[list[Unit], np.ndarray]:
         )
         rows.append(unit((sum_a + sum_b) / (count_a + count_b)))
     if not rows:
-        return units, np.zeros((0, 384), dtype=np.float32)
-    return units, np.stack(rows)
+        return units, np.zeros((0, 384), dtype=np.float32), None
+    whole = unit(sum(s for s, _ in sums) / sum(c for _, c in sums))
+    return units, np.stack(rows), whole
 
 
 def _anchored(analysis: AnswerAnalysis, unit_: Unit, anchors: frozenset[str]) -> bool:
@@ -352,102 +462,203 @@ def _anchors(match: Sequence[str]) -> frozenset[str]:
     )
 
 
-def _best(
-    *, similarities: np.ndarray, references: Sequence[_Reference], units: Sequence[Unit],
-    allowed: Sequence[bool], threshold: float, floor: np.ndarray, margin: float,
-    analysis: AnswerAnalysis, anchors: frozenset[str], by_clause: bool,
-) -> SemanticMatch | None:
-    """The most similar (unit, reference) pair that passes the polarity and margin tests.
+def _clip(value: float) -> float:
+    return max(-LEAD_CLIP, min(LEAD_CLIP, value))
 
-    Below STRONG the unit must also name one of the concepts the item is about; a pair of
-    sentences needs PAIR_BONUS more than a single sentence (two sentences cover more ground
-    by chance).
-    """
-    best: SemanticMatch | None = None
-    if similarities.size == 0:
+
+def _nothing(names: Sequence[str], *, pattern: bool) -> dict[str, float]:
+    features = dict.fromkeys(names, 0.0)
+    features.update({"similarity": 0.0, "pair": 0.0, "anchored": 0.0, "opposed": 0.0})
+    features["pattern"] = float(pattern)
+    return features
+
+
+def _candidate(
+    *, similarities: np.ndarray, agrees: np.ndarray, references: Sequence[_Reference],
+    units: Sequence[Unit], allowed: np.ndarray, leads: Mapping[str, np.ndarray],
+    whole: float, pattern: bool, analysis: AnswerAnalysis, anchors: frozenset[str],
+) -> Candidate:
+    """The allowed unit with the highest same-polarity similarity (a pair of sentences less
+    PAIR_BONUS: two sentences cover more ground by chance) and its features."""
+    base = {"whole_answer": whole, "pattern": float(pattern)}
+    if similarities.size == 0 or not allowed.any():
+        return Candidate(
+            match=None, features={**_nothing((*base, *leads), pattern=pattern), **base},
+        )
+    penalty = np.array([PAIR_BONUS if u.pair else 0.0 for u in units], dtype=np.float32)
+    agreeing = np.where(agrees, similarities, -1.0).max(axis=1)
+    opposing = np.where(agrees, -1.0, similarities).max(axis=1)
+    adjusted = np.where(allowed, agreeing - penalty, -2.0)
+    best = int(adjusted.argmax())
+    unit_ = units[best]
+    row = np.where(agrees[best], similarities[best], -1.0)
+    reference = int(row.argmax())
+    value = float(adjusted[best])
+    opposed = float(np.where(allowed, opposing - penalty, -2.0).max()) - value
+    features = {
+        **base,
+        "similarity": value,
+        "pair": float(unit_.pair),
+        "anchored": float(_anchored(analysis, unit_, anchors)),
+        "opposed": _clip(opposed),
+        **{name: _clip(float(agreeing[best] - lead[best])) for name, lead in leads.items()},
+    }
+    return Candidate(
+        match=SemanticMatch(
+            unit=unit_, similarity=float(agreeing[best]), reference=references[reference].text,
+        ),
+        features=features,
+    )
+
+
+def _with(candidate: Candidate, **features: float) -> Candidate:
+    return Candidate(match=candidate.match, features={**candidate.features, **features})
+
+
+def _decide(candidate: Candidate, logistic: Logistic | None) -> SemanticMatch | None:
+    if logistic is None or candidate.match is None:
         return None
-    for u, unit_ in enumerate(units):
-        if not allowed[u]:
-            continue
-        needed = threshold + (PAIR_BONUS if unit_.pair else 0.0)
-        for r, reference in enumerate(references):
-            value = float(similarities[u, r])
-            if value < needed or unit_.opposes(reference, by_clause=by_clause):
-                continue
-            if value < float(floor[u]) + margin:
-                continue
-            if best is not None and value <= best.similarity:
-                continue
-            if anchors and value < STRONG and not _anchored(analysis, unit_, anchors):
-                continue
-            best = SemanticMatch(unit=unit_, similarity=value, reference=reference.text)
-    return best
+    probability = logistic.probability(candidate.features)
+    if probability < logistic.threshold:
+        return None
+    match = candidate.match
+    return SemanticMatch(
+        unit=match.unit, similarity=match.similarity, reference=match.reference,
+        probability=probability,
+    )
 
 
 def semantic_evidence(
     *, question: Question | FollowUp, analysis: AnswerAnalysis,
+    criterion_patterns: Sequence[bool] | None = None,
+    misconception_patterns: Sequence[bool] | None = None,
 ) -> SemanticEvidence:
+    """Per criterion and misconception, the unit closest in meaning and whether the decision
+    model takes it. `*_patterns` say where the pattern layer already found the item (a feature
+    of the decision)."""
     prepared = prepare(question)
-    units, vectors = _units(analysis)
+    decider = model()
+    units, vectors, whole = _units(analysis)
+    n_criteria, n_misconceptions = len(prepared.criteria), len(prepared.misconceptions)
+    criterion_patterns = criterion_patterns or [False] * n_criteria
+    misconception_patterns = misconception_patterns or [False] * n_misconceptions
     if not units:
+        # Nothing read: every feature says so (no match, no similarity).
         return SemanticEvidence(
             criteria=tuple(None for _ in prepared.criteria),
             misconceptions=tuple(None for _ in prepared.misconceptions),
+            criterion_candidates=tuple(
+                Candidate(match=None, features=_nothing(CRITERION_FEATURES, pattern=p))
+                for p in criterion_patterns
+            ),
+            misconception_candidates=tuple(
+                Candidate(match=None, features=_nothing(MISCONCEPTION_FEATURES, pattern=p))
+                for p in misconception_patterns
+            ),
         )
     criterion_sims = [vectors @ refs.T for refs in prepared.criteria_vectors]
     misconception_sims = [vectors @ refs.T for refs in prepared.misconception_vectors]
     correction_sims = [vectors @ refs.T for refs in prepared.correction_vectors]
 
+    unit_negated = np.array([u.negated for u in units])
+
+    def agreement(refs: Sequence[_Reference], *, by_clause: bool) -> np.ndarray:
+        if not refs:
+            return np.zeros((len(units), 0), dtype=bool)
+        if not by_clause:
+            # Whole-sentence polarity: one comparison of two vectors of flags.
+            return unit_negated[:, None] == np.array([r.negated for r in refs])[None, :]
+        return np.array([[not u.opposes(r, by_clause=True) for r in refs] for u in units])
+
+    misc_clause, crit_clause = CLAUSE_POLARITY_MISCONCEPTIONS, CLAUSE_POLARITY_CRITERIA
+    # Polarity as each side reads it: a criterion's references with whole-sentence polarity,
+    # a misconception's statements (and the right ideas a misconception is weighed against)
+    # per clause.
+    criterion_agrees = [agreement(refs, by_clause=crit_clause) for refs in prepared.criteria]
+    criterion_agrees_clause = [
+        agreement(refs, by_clause=misc_clause) for refs in prepared.criteria
+    ]
+    misconception_agrees = [
+        agreement(refs, by_clause=misc_clause) for refs in prepared.misconceptions
+    ]
+    misconception_agrees_whole = [
+        agreement(refs, by_clause=crit_clause) for refs in prepared.misconceptions
+    ]
+    correction_agrees = [agreement(refs, by_clause=misc_clause) for refs in prepared.corrections]
+
     def same_polarity_max(
-        blocks: Sequence[np.ndarray], references: Sequence[Sequence[_Reference]], *,
-        by_clause: bool,
+        blocks: Sequence[np.ndarray], agrees: Sequence[np.ndarray],
     ) -> np.ndarray:
         """Per unit, the highest similarity to any reference that has the unit's polarity."""
         best = np.full(len(units), -1.0, dtype=np.float32)
-        for block, refs in zip(blocks, references, strict=True):
-            if not block.size:
-                continue
-            agrees = np.array([[not u.opposes(r, by_clause=by_clause) for r in refs] for u in units])
-            masked = np.where(agrees, block, -1.0)
-            best = np.maximum(best, masked.max(axis=1))
+        for block, agree in zip(blocks, agrees, strict=True):
+            if block.size:
+                best = np.maximum(best, np.where(agree, block, -1.0).max(axis=1))
         return best
 
-    misc_clause, crit_clause = CLAUSE_POLARITY_MISCONCEPTIONS, CLAUSE_POLARITY_CRITERIA
-    right = same_polarity_max(criterion_sims, prepared.criteria, by_clause=misc_clause)
-    wrong = same_polarity_max(
-        misconception_sims, prepared.misconceptions, by_clause=crit_clause,
-    )
-    # Every correction is a right statement too ("Quantization is not free.").
-    right_or_corrected = np.maximum(
-        right, same_polarity_max(correction_sims, prepared.corrections, by_clause=misc_clause),
-    )
-    own_claims = [
+    right = same_polarity_max(criterion_sims, criterion_agrees_clause)
+    wrong = same_polarity_max(misconception_sims, misconception_agrees_whole)
+    right_or_corrected = np.maximum(right, same_polarity_max(correction_sims, correction_agrees))
+    per_criterion = [
+        same_polarity_max([sims], [agree])
+        for sims, agree in zip(criterion_sims, criterion_agrees, strict=True)
+    ]
+    own_claims = np.array([
         not any(analysis.sentences[i].distanced for i in range(u.first, u.last + 1))
         for u in units
-    ]
-    misconceptions = tuple(
-        _best(
-            similarities=sims, references=refs, units=units, allowed=own_claims,
-            threshold=MISCONCEPTION_THRESHOLD,
-            floor=right if MISC_FLOOR == "criteria" else right_or_corrected,
-            margin=MISCONCEPTION_MARGIN,
-            analysis=analysis, anchors=_anchors(item.match) if MISC_ANCHOR else frozenset(),
-            by_clause=misc_clause,
+    ])
+    everywhere = np.ones(len(units), dtype=bool)
+
+    def whole_similarity(refs: np.ndarray) -> float:
+        return float((refs @ whole).max()) if whole is not None and refs.size else 0.0
+
+    misconception_candidates = tuple(
+        _candidate(
+            similarities=sims, agrees=agrees, references=refs, units=units, allowed=own_claims,
+            leads={"lead_criteria": right, "lead_corrections": right_or_corrected},
+            whole=whole_similarity(vectors_), pattern=pattern, analysis=analysis,
+            anchors=_anchors(item.match),
         )
-        for sims, refs, item in zip(
-            misconception_sims, prepared.misconceptions, question.misconceptions, strict=True,
+        for sims, agrees, refs, vectors_, item, pattern in zip(
+            misconception_sims, misconception_agrees, prepared.misconceptions,
+            prepared.misconception_vectors, question.misconceptions, misconception_patterns,
+            strict=True,
         )
     )
-    everywhere = [True] * len(units)
-    criteria = tuple(
-        _best(
-            similarities=sims, references=refs, units=units, allowed=everywhere,
-            threshold=CRITERION_THRESHOLD, floor=wrong, margin=MARGIN, analysis=analysis,
-            anchors=_anchors(item.match), by_clause=crit_clause,
+    criterion_candidates = []
+    for position, (sims, agrees, refs, vectors_, item, pattern) in enumerate(
+        zip(
+            criterion_sims, criterion_agrees, prepared.criteria, prepared.criteria_vectors,
+            question.rubric, criterion_patterns, strict=True,
+        ),
+    ):
+        others = [b for j, b in enumerate(per_criterion) if j != position]
+        other = np.max(np.stack(others), axis=0) if others else np.full(len(units), -1.0)
+        criterion_candidates.append(
+            _candidate(
+                similarities=sims, agrees=agrees, references=refs, units=units,
+                allowed=everywhere,
+                leads={"lead_misconceptions": wrong, "lead_other_criteria": other},
+                whole=whole_similarity(vectors_), pattern=pattern, analysis=analysis,
+                anchors=_anchors(item.match),
+            ),
         )
-        for sims, refs, item in zip(
-            criterion_sims, prepared.criteria, question.rubric, strict=True,
+    similarities = [c.features["similarity"] for c in criterion_candidates]
+    coverage = float(np.mean(similarities))
+    # For a criterion, how well the answer speaks to the rest of the rubric (its own
+    # similarity is a feature of its own).
+    criterion_candidates = [
+        _with(
+            c,
+            answer_similarity=(
+                (sum(similarities) - similarities[i]) / (len(similarities) - 1)
+                if len(similarities) > 1 else 0.0
+            ),
         )
+        for i, c in enumerate(criterion_candidates)
+    ]
+    misconception_candidates = tuple(
+        _with(c, answer_similarity=coverage) for c in misconception_candidates
     )
     sentence_scores = tuple(
         {
@@ -458,5 +669,14 @@ def semantic_evidence(
         for sims in criterion_sims
     )
     return SemanticEvidence(
-        criteria=criteria, misconceptions=misconceptions, sentence_scores=sentence_scores,
+        criteria=tuple(
+            _decide(c, decider.criterion if decider else None) for c in criterion_candidates
+        ),
+        misconceptions=tuple(
+            _decide(c, decider.misconception if decider else None)
+            for c in misconception_candidates
+        ),
+        sentence_scores=sentence_scores,
+        criterion_candidates=tuple(criterion_candidates),
+        misconception_candidates=misconception_candidates,
     )

@@ -157,7 +157,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today():
     assert "first run 2026-12-01 14:28 UTC at 81dc6a99cc46" in text
     assert "first run 2026-12-01 15:29 UTC at 1d628ea0dfb2" in text
     assert "first run 2026-12-01 19:04 UTC at b0575ef2c041" in text
-    assert "heldout4: development;" in text and "heldout5: held-out;" in text
+    assert "heldout4: development;" in text and "heldout5: development;" in text
 
 
 LABELLED = """question = "inference-bottleneck"

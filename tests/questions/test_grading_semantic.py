@@ -11,10 +11,11 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from questions.bank import BankError, Question, load_bank
-from questions.grading import grade, semantic
+from questions.grading import calibration, grade, semantic
 from questions.grading.embedding import SentenceEncoder, encoder
 from tests.questions.test_bank import GOOD_QUESTION, load_error, set_file, write_bank
 
@@ -37,12 +38,11 @@ def bank():
 @pytest.fixture
 def patterns_only() -> Iterator[None]:
     """The grader with the semantic layer switched off, to show what it adds."""
-    saved = semantic.CRITERION_THRESHOLD, semantic.MISCONCEPTION_THRESHOLD
-    semantic.CRITERION_THRESHOLD = semantic.MISCONCEPTION_THRESHOLD = 2.0
+    saved = semantic.use_model(None)
     try:
         yield
     finally:
-        semantic.CRITERION_THRESHOLD, semantic.MISCONCEPTION_THRESHOLD = saved
+        semantic.use_model(saved)
 
 
 def met(question: Question, answer: str) -> dict[str, bool]:
@@ -50,24 +50,14 @@ def met(question: Question, answer: str) -> dict[str, bool]:
 
 
 # A sentence from blind round 3 (open-vs-closed-loop, plain-words style): no term of the
-# field, yet it defines a closed-loop test.
+# field, yet it defines a closed-loop test. On its own, in an answer that says nothing else
+# the rubric asks for, the decision model does not credit it (see PLAIN_DECODE below for a
+# plain-words answer that is credited).
 PLAIN_WORDS = (
     "In the first kind you have a fixed number of simulated users, each sending a request, "
     "waiting for the reply, then sending the next, so the server's own speed sets the pace: "
     "if it slows down, requests arrive more slowly."
 )
-
-
-def test_a_plain_words_paraphrase_is_credited_with_the_learners_own_sentence(bank):
-    result = grade(question=bank.question("open-vs-closed-loop"), answer=PLAIN_WORDS)
-    closed = result.criterion("closed-loop")
-    assert closed.met
-    assert closed.evidence == PLAIN_WORDS
-    assert result.misconceptions == ()
-
-
-def test_the_pattern_layer_alone_misses_that_paraphrase(bank, patterns_only):
-    assert not met(bank.question("open-vs-closed-loop"), PLAIN_WORDS)["closed-loop"]
 
 
 def test_a_sentence_close_in_words_that_states_the_opposite_is_not_credited(bank):
@@ -112,26 +102,142 @@ PIPELINE_OF_GPUS = (
 )
 
 
-@pytest.fixture
-def whole_sentence_polarity() -> Iterator[None]:
-    """Polarity read over the whole sentence, as before clauses were read on their own."""
-    saved = semantic.CLAUSE_POLARITY_MISCONCEPTIONS
-    semantic.CLAUSE_POLARITY_MISCONCEPTIONS = False
-    try:
-        yield
-    finally:
-        semantic.CLAUSE_POLARITY_MISCONCEPTIONS = saved
-
-
 def test_a_negation_in_another_clause_does_not_hide_a_misconception(bank):
     result = grade(question=bank.question("continuous-batching-throughput"), answer=PIPELINE_OF_GPUS)
     assert "more-hardware" in {m.id for m in result.misconceptions}
     assert result.fraction <= 0.5
 
 
-def test_read_over_the_whole_sentence_that_negation_hid_it(bank, whole_sentence_polarity):
-    result = grade(question=bank.question("continuous-batching-throughput"), answer=PIPELINE_OF_GPUS)
-    assert "more-hardware" not in {m.id for m in result.misconceptions}
+# Written for these tests, not taken from any evaluation round: weight-only-quant-speedup
+# answered by an engineer from another field, with no term of ours.
+PLAIN_DECODE = (
+    "When the model writes one word at a time, the chip spends most of each step hauling "
+    "every stored number of the model out of memory rather than doing arithmetic."
+)
+PLAIN_REST = (
+    " Storing each number in 4 bits instead of 16 means a quarter of the bytes to haul, so "
+    "each step finishes sooner. The arithmetic itself is still done at 16 bits, so jobs that "
+    "were already limited by arithmetic, like reading a long prompt, barely speed up."
+)
+
+
+def test_a_plain_words_explanation_earns_the_point_in_the_learners_own_words(bank):
+    result = grade(question=bank.question("weight-only-quant-speedup"), answer=PLAIN_DECODE + PLAIN_REST)
+    point = result.criterion("decode-memory-bound")
+    assert point.met
+    assert point.evidence == PLAIN_DECODE
+    assert result.fraction >= 0.5
+    assert result.misconceptions == ()
+
+
+def test_without_the_semantic_layer_that_answer_scores_under_half(bank, patterns_only):
+    result = grade(question=bank.question("weight-only-quant-speedup"), answer=PLAIN_DECODE + PLAIN_REST)
+    assert not result.criterion("decode-memory-bound").met
+    assert result.fraction < 0.5
+
+
+def test_the_same_words_denying_the_point_do_not_earn_it(bank):
+    # A reference that says "that fetching, not the math, takes the time" is not a denial:
+    # read as one, it used to agree with this sentence, which is.
+    opposite = (
+        "When the model writes one word at a time, the chip never waits on memory for the "
+        "model's stored numbers; every step is spent on arithmetic."
+    )
+    result = grade(question=bank.question("weight-only-quant-speedup"), answer=opposite + PLAIN_REST)
+    assert not result.criterion("decode-memory-bound").met
+
+
+@pytest.mark.parametrize(
+    ("text", "denial"),
+    [
+        ("Fetching the weights, not the math, takes the time.", False),
+        ("Decode is memory-bound, not compute-bound.", False),
+        ("Decode is not memory-bound.", True),
+        ("The chip never waits on memory.", True),
+    ],
+)
+def test_a_contrast_with_not_is_not_a_denial(text, denial):
+    assert semantic.negated(text) is denial
+
+
+# Written for these tests: right about what batching does to the GPU, then the belief that it
+# makes each request faster, in words none of the bank's statements use.
+BATCH_FASTER = (
+    "Each decode step has to read all of the model's weights from memory once, and the GPU's "
+    "arithmetic units mostly sit idle while it does. If sixteen requests share that step, the "
+    "weights are read once and used sixteen times, so total tokens per second rise almost "
+    "sixteen-fold. Batching also cuts each user's wait: every request finishes sooner than it "
+    "would alone."
+)
+
+
+def test_a_misconception_in_plain_words_is_flagged_and_holds_the_score_at_half(bank):
+    result = grade(question=bank.question("batching-almost-free"), answer=BATCH_FASTER)
+    assert [m.id for m in result.misconceptions] == ["batching-cuts-latency"]
+    assert result.misconceptions[0].evidence == BATCH_FASTER[BATCH_FASTER.index("Batching also"):]
+    assert result.fraction <= 0.5
+
+
+def test_patterns_alone_let_that_misconception_through_above_half(bank, patterns_only):
+    result = grade(question=bank.question("batching-almost-free"), answer=BATCH_FASTER)
+    assert result.misconceptions == ()
+    assert result.fraction > 0.5
+
+
+def test_a_misconception_found_by_meaning_does_not_override_the_patterns_reading(bank):
+    # Close in words to "inference is limited by compute", but the patterns read it (relations
+    # and negation) as the point that belief contradicts, so it is credited, not flagged.
+    answer = (
+        "Generating each token requires reading all model weights from GPU memory, and GPUs "
+        "have way more compute than memory bandwidth, so decode is limited by bandwidth."
+    )
+    result = grade(question=bank.question("inference-bottleneck"), answer=answer)
+    assert "compute-is-the-limit" not in {m.id for m in result.misconceptions}
+    assert result.criterion("decode-bandwidth").met
+
+
+# --- The decision model ----------------------------------------------------------------------
+
+
+def test_the_decision_model_reads_the_features_the_layer_computes():
+    model = semantic.load_model()
+    # The pattern layer's credit stands on its own; the model decides the rest by meaning.
+    assert set(model.criterion.features) == set(semantic.CRITERION_FEATURES) - {"pattern"}
+    assert set(model.misconception.features) == set(semantic.MISCONCEPTION_FEATURES) - {"pattern"}
+    assert model.criterion.threshold == calibration.CRITERION_THRESHOLD
+    assert model.misconception.threshold == calibration.MISCONCEPTION_THRESHOLD
+
+
+def test_fitting_is_deterministic_and_learns_the_direction_of_the_evidence():
+    rng = np.random.default_rng(0)
+    similarity = rng.uniform(0.3, 0.95, size=400)
+    label = (similarity + rng.normal(0, 0.08, size=400)) > 0.7
+    x = np.stack([similarity, rng.uniform(0, 1, size=400)], axis=1)
+    first = calibration.fit_logistic(x=x, y=label.astype(float), names=["similarity", "noise"], threshold=0.5)
+    again = calibration.fit_logistic(x=x, y=label.astype(float), names=["similarity", "noise"], threshold=0.5)
+    assert first.to_dict() == again.to_dict()
+    assert first.probability({"similarity": 0.9, "noise": 0.5}) > 0.9
+    assert first.probability({"similarity": 0.5, "noise": 0.5}) < 0.1
+    assert abs(first.weights[1]) < abs(first.weights[0]) / 10
+
+
+def test_pairs_the_patterns_decided_do_not_move_the_fit():
+    def pair(similarity: float, label: bool, pattern: bool) -> list[calibration.Pair]:
+        features = dict.fromkeys(semantic.CRITERION_FEATURES, 0.0)
+        features.update({"similarity": similarity, "pattern": float(pattern)})
+        misconception = dict.fromkeys(semantic.MISCONCEPTION_FEATURES, 0.0)
+        misconception["similarity"] = similarity
+        return [
+            calibration.Pair(round="r", answer="a", kind="criterion", item="c", features=features, label=label),
+            calibration.Pair(
+                round="r", answer="a", kind="misconception", item="m", features=misconception,
+                label=label,
+            ),
+        ]
+
+    plain = [p for s in np.linspace(0.3, 0.95, 40) for p in pair(float(s), s > 0.7, False)]
+    decided = [p for s in np.linspace(0.3, 0.95, 40) for p in pair(float(s), False, True)]
+    assert calibration.fit(plain).criterion.to_dict() == calibration.fit(plain + decided).criterion.to_dict()
 
 
 @pytest.mark.parametrize(
