@@ -79,10 +79,17 @@ def broker(private_redis):
 
 
 def _switch_broker(url: str) -> None:
-    """Drop the cached connection pools so the next publish connects to `url`."""
-    if celery_app._pool is not None:
-        celery_app._pool.force_close_all()
-        celery_app._pool = None
+    """Drop the cached connection pools so the next publish connects to `url`.
+
+    Celery's connection and producer pools live in kombu's process-wide registries, keyed by the
+    broker's address: closing them without emptying the registries left a closed pool behind, and
+    a later test whose private Redis drew the same port (or the default broker, restored after a
+    test) got "Acquire on closed pool" and its answer graded in the web process instead of queued.
+    """
+    from kombu import pools
+
+    pools.reset()  # closes every pool and empties the registries
+    celery_app._pool = None
     celery_app.amqp._producer_pool = None
     celery_app.conf.broker_url = url
 
