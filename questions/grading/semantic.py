@@ -42,10 +42,6 @@ from questions.grading.text import AnswerAnalysis, analyse, split_sentences
 # Two sentences read together cover more ground by chance: their similarity counts this much
 # less when the closest unit to an item is chosen.
 PAIR_BONUS = 0.04
-# Polarity read per clause (see Polarity) rather than over the whole sentence, for matching
-# misconceptions and for matching criteria.
-CLAUSE_POLARITY_MISCONCEPTIONS = True
-CLAUSE_POLARITY_CRITERIA = False
 
 _META_LEAD = re.compile(
     r"^(?:(?:the\s+answer\s+)?(?:says|states|explains|notes|names|gives|mentions|points\s+out|"
@@ -570,21 +566,14 @@ def semantic_evidence(
             return unit_negated[:, None] == np.array([r.negated for r in refs])[None, :]
         return np.array([[not u.opposes(r, by_clause=True) for r in refs] for u in units])
 
-    misc_clause, crit_clause = CLAUSE_POLARITY_MISCONCEPTIONS, CLAUSE_POLARITY_CRITERIA
     # Polarity as each side reads it: a criterion's references with whole-sentence polarity,
     # a misconception's statements (and the right ideas a misconception is weighed against)
-    # per clause.
-    criterion_agrees = [agreement(refs, by_clause=crit_clause) for refs in prepared.criteria]
-    criterion_agrees_clause = [
-        agreement(refs, by_clause=misc_clause) for refs in prepared.criteria
-    ]
-    misconception_agrees = [
-        agreement(refs, by_clause=misc_clause) for refs in prepared.misconceptions
-    ]
-    misconception_agrees_whole = [
-        agreement(refs, by_clause=crit_clause) for refs in prepared.misconceptions
-    ]
-    correction_agrees = [agreement(refs, by_clause=misc_clause) for refs in prepared.corrections]
+    # per clause (see Polarity).
+    criterion_agrees = [agreement(refs, by_clause=False) for refs in prepared.criteria]
+    criterion_agrees_clause = [agreement(refs, by_clause=True) for refs in prepared.criteria]
+    misconception_agrees = [agreement(refs, by_clause=True) for refs in prepared.misconceptions]
+    misconception_agrees_whole = [agreement(refs, by_clause=False) for refs in prepared.misconceptions]
+    correction_agrees = [agreement(refs, by_clause=True) for refs in prepared.corrections]
 
     def same_polarity_max(
         blocks: Sequence[np.ndarray], agrees: Sequence[np.ndarray],
