@@ -132,12 +132,13 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today():
         "development", "now", "heldout", "now", "heldout2", "now",
         "heldout3", "1st", "run", "heldout3", "now", "heldout4", "1st", "run", "heldout4", "now",
         "heldout5", "1st", "run", "heldout5", "now", "heldout6", "1st", "run", "heldout6", "now",
-        "heldout7", "1st", "run", "heldout7", "now",
+        "heldout7", "1st", "run", "heldout7", "now", "heldout8", "1st", "run", "heldout8", "now",
     ]
     rows = {line[:36].strip(): line[36:].split() for line in lines if line[:36].strip()}
     columns = [
         "development", "heldout", "heldout2", "heldout3 1st", "heldout3 now", "heldout4 1st", "heldout4 now",
         "heldout5 1st", "heldout5 now", "heldout6 1st", "heldout6 now", "heldout7 1st", "heldout7 now",
+        "heldout8 1st", "heldout8 now",
     ]
     misconception = rows["misconception (flagged and <= 50%)"]
     agreement = rows["criterion agreement"]
@@ -148,10 +149,10 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today():
     # Round 5 (written before session 4's grader changes, graded once after them): 27 of 58, 78%, 0.57.
     # Round 6 (written before session 5's fitted decision, graded once after it): 36 of 58, 78%, 0.56.
     # Round 7 (written before session 6's re-fit with round 6, graded once after it): 35 of 58, 77%,
-    # 0.54, 289 of 348 graded right.
+    # 0.54, 289 of 348 graded right. Round 8 (written after it, same grader): 34 of 58, 79%, 0.59.
     third, fourth = columns.index("heldout3 1st"), columns.index("heldout4 1st")
     fifth, sixth = columns.index("heldout5 1st"), columns.index("heldout6 1st")
-    seventh = columns.index("heldout7 1st")
+    seventh, eighth = columns.index("heldout7 1st"), columns.index("heldout8 1st")
     assert misconception[2 * third : 2 * third + 2] == ["16/42", "38%"]
     assert misconception[2 * fourth : 2 * fourth + 2] == ["25/58", "43%"]
     assert misconception[2 * fifth : 2 * fifth + 2] == ["27/58", "47%"]
@@ -164,14 +165,18 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today():
     assert misconception[2 * seventh : 2 * seventh + 2] == ["35/58", "60%"]
     assert (agreement[seventh], kappa[seventh]) == ("77%", "0.54")
     assert rows["all answers graded right"][2 * seventh : 2 * seventh + 2] == ["289/348", "83%"]
+    assert misconception[2 * eighth : 2 * eighth + 2] == ["34/58", "59%"]
+    assert (agreement[eighth], kappa[eighth]) == ("79%", "0.59")
     assert "heldout3: development; blind, by a writer" in text
     assert "first run 2026-12-01 14:28 UTC at 81dc6a99cc46" in text
     assert "first run 2026-12-01 15:29 UTC at 1d628ea0dfb2" in text
     assert "first run 2026-12-01 19:04 UTC at b0575ef2c041" in text
     assert "first run 2026-12-01 23:30 UTC at 1ede8173ab50" in text
     assert "first run 2026-12-02 02:33 UTC at 6e5992c0b8c6" in text
+    assert "first run 2026-12-02 02:49 UTC at 7184da92aee5" in text
     assert "heldout4: development;" in text and "heldout5: development;" in text
     assert "heldout6: development;" in text and "heldout7: held-out;" in text
+    assert "heldout8: held-out;" in text
 
 
 LABELLED = """question = "inference-bottleneck"
