@@ -1,7 +1,9 @@
 from django.contrib import admin
+from django.utils import timezone
 
 from core.admin import FileSourcedAdmin
-from questions.models import Attempt, ModelAnswerReveal, Question, QuestionSet, ReviewCard, Rubric
+from questions.challenges import settle_challenges
+from questions.models import Attempt, MarkChallenge, ModelAnswerReveal, Question, QuestionSet, ReviewCard, Rubric
 
 
 @admin.register(QuestionSet)
@@ -68,3 +70,49 @@ class ModelAnswerRevealAdmin(admin.ModelAdmin):
 @admin.register(ReviewCard)
 class ReviewCardAdmin(admin.ModelAdmin):
     list_display = ("user", "question", "due", "last_rating")
+
+
+@admin.register(MarkChallenge)
+class MarkChallengeAdmin(admin.ModelAdmin):
+    """Learners' challenges of their marks: read the answer and the mark sheet, then uphold or
+    reject (the learner sees the outcome and the staff note; the mark itself is not changed)."""
+
+    list_display = ("attempt", "status", "created_at", "resolved_at")
+    list_filter = ("status", "attempt__question__question_set")
+    list_select_related = ("attempt__question", "attempt__user")
+    search_fields = ("attempt__user__username", "attempt__question__slug", "note")
+    readonly_fields = (
+        "attempt", "answer", "mark_sheet", "criteria", "misconceptions", "note", "created_at", "resolved_at",
+    )
+    fields = ("attempt", "answer", "mark_sheet", "criteria", "misconceptions", "note", "status", "staff_note",
+              "created_at", "resolved_at")
+    actions = ("uphold", "reject")
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="Answer")
+    def answer(self, obj: MarkChallenge) -> str:
+        return obj.attempt.answer
+
+    @admin.display(description="Mark sheet (criteria awarded)")
+    def mark_sheet(self, obj: MarkChallenge) -> str:
+        return "; ".join(
+            f"{item.get('id')}: {item.get('awarded') or 0}/{item.get('points') or 0}"
+            for item in obj.attempt.result.get("criteria", [])
+        )
+
+    def save_model(self, request, obj: MarkChallenge, form, change: bool) -> None:
+        if "status" in form.changed_data and obj.status != MarkChallenge.Status.OPEN and obj.resolved_at is None:
+            obj.resolved_at = timezone.now()
+        super().save_model(request, obj, form, change)
+
+    @admin.action(description="Uphold: the grader got these marks wrong")
+    def uphold(self, request, queryset) -> None:
+        settled = settle_challenges(challenges=list(queryset), upheld=True)
+        self.message_user(request, f"{settled} challenge(s) upheld.")
+
+    @admin.action(description="Reject: the grader's marks stand")
+    def reject(self, request, queryset) -> None:
+        settled = settle_challenges(challenges=list(queryset), upheld=False)
+        self.message_user(request, f"{settled} challenge(s) rejected.")

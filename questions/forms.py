@@ -1,5 +1,6 @@
 from django import forms
 
+from questions.challenges import MAX_NOTE_CHARS
 from questions.services import MAX_ANSWER_CHARS
 
 # One limit for the help text, the browser (maxlength) and the server (services.clean_answer,
@@ -88,3 +89,32 @@ def answer_form_for(*, question, data=None, auto_id: str = "id_%s", initial: dic
         choices = [choice["text"] for choice in question.spec.get("choices", [])]
         return ChoiceAnswerForm(data, choices=choices, auto_id=auto_id, initial=initial)
     return AnswerForm(data, auto_id=auto_id, initial=initial)
+
+
+class ChallengeForm(forms.Form):
+    """Which missed points the answer made and which flagged misconceptions it did not state,
+    by their place on the mark sheet, with a note."""
+
+    criteria = forms.TypedMultipleChoiceField(
+        coerce=int, required=False, widget=forms.CheckboxSelectMultiple, label="Points my answer made"
+    )
+    misconceptions = forms.TypedMultipleChoiceField(
+        coerce=int, required=False, widget=forms.CheckboxSelectMultiple, label="Misconceptions my answer does not state"
+    )
+    note = forms.CharField(
+        required=False,
+        strip=True,
+        label="Why (optional)",
+        widget=forms.Textarea(attrs={"rows": 3, "maxlength": MAX_NOTE_CHARS,
+                                     "placeholder": "e.g. My second sentence says the cache grows with every token."}),
+        help_text=f"Up to {MAX_NOTE_CHARS:,} characters.",
+    )
+
+    def __init__(self, *args, criteria: list[tuple[int, str]], misconceptions: list[tuple[int, str]], **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["criteria"].choices = criteria
+        self.fields["misconceptions"].choices = misconceptions
+        if not misconceptions:
+            del self.fields["misconceptions"]
+        if not criteria:
+            del self.fields["criteria"]

@@ -194,3 +194,39 @@ class ReviewCard(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} · {self.question} due {self.due:%Y-%m-%d}"
+
+
+class MarkChallenge(models.Model):
+    """A learner's claim that the grader got their mark wrong: the points they say their answer
+    made, the misconceptions they say it did not state, in their words. Staff settle it in the
+    admin; the learner sees the outcome on the mark sheet. The mark itself is not changed: the
+    grader's result stays what it was, and an upheld challenge is a labelled example of where
+    the grader errs (README, "How free-text answers are graded")."""
+
+    class Status(models.TextChoices):
+        OPEN = "open", "Waiting for staff"
+        UPHELD = "upheld", "Staff agreed with you"
+        REJECTED = "rejected", "Staff kept the mark"
+
+    attempt = models.OneToOneField(Attempt, on_delete=models.CASCADE, related_name="challenge")
+    criteria = models.JSONField(default=list, blank=True, help_text="Criterion ids the learner says they earned")
+    misconceptions = models.JSONField(
+        default=list, blank=True, help_text="Misconception ids the learner says the answer does not state"
+    )
+    note = models.TextField(blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    staff_note = models.TextField(blank=True, help_text="Shown to the learner")
+    created_at = models.DateTimeField(auto_now_add=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status", "created_at"], name="challenge_status_idx")]
+
+    def __str__(self) -> str:
+        return f"Challenge of attempt {self.attempt_id} ({self.status})"
+
+    @property
+    def learner_id(self) -> int:
+        """The learner whose kept pages show this challenge (core.learner_state)."""
+        return self.attempt.user_id

@@ -192,6 +192,17 @@ def _iso(value) -> str | None:
     return value.isoformat() if value else None
 
 
+def _challenge_export(attempt: Attempt) -> dict | None:
+    challenge = getattr(attempt, "challenge", None)
+    if challenge is None:
+        return None
+    return {
+        "criteria": challenge.criteria, "misconceptions": challenge.misconceptions, "note": challenge.note,
+        "status": challenge.status, "staff_note": challenge.staff_note,
+        "created_at": _iso(challenge.created_at), "resolved_at": _iso(challenge.resolved_at),
+    }
+
+
 def practice_export(*, user: AbstractBaseUser) -> dict[str, list[dict]]:
     """The learner's answers with their mark sheets, revealed model answers and review cards, for
     their data export (docs/data-export.md)."""
@@ -214,9 +225,12 @@ def practice_export(*, user: AbstractBaseUser) -> dict[str, list[dict]]:
                 "judge_status": attempt.judge_status,
                 "judge_result": attempt.judge_result,
                 "flagged_for_review": attempt.flagged_for_review,
+                "challenge": _challenge_export(attempt),
                 "created_at": _iso(attempt.created_at),
             }
-            for attempt in Attempt.objects.filter(user=user).select_related("question").order_by("created_at")
+            for attempt in (
+                Attempt.objects.filter(user=user).select_related("question", "challenge").order_by("created_at")
+            )
         ],
         "model_answers_revealed": [
             {"question": reveal.question.slug, "revealed_at": _iso(reveal.revealed_at)}

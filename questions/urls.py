@@ -12,6 +12,7 @@ urlpatterns = [
     path("q/<slug:question_slug>/", views.question_detail, name="question"),
     path("q/<slug:question_slug>/reveal/", views.reveal, name="reveal"),
     path("attempts/<int:attempt_id>/", views.attempt_detail, name="attempt"),
+    path("attempts/<int:attempt_id>/challenge/", views.attempt_challenge, name="attempt-challenge"),
     path("attempts/<int:attempt_id>/feedback/", views.attempt_feedback, name="attempt-feedback"),
     path("attempts/<int:attempt_id>/check-result/", views.attempt_check_result, name="attempt-check-result"),
 ]

@@ -12,9 +12,9 @@ from core.shared import shared_part
 from courses import views as lesson_views
 from courses.selectors import lesson_ref_link, lesson_ref_section
 from labs import selectors as lab_selectors
-from questions import interview, selectors, services
-from questions.forms import AnswerForm, answer_form_for
-from questions.models import Attempt, Question, QuestionSet
+from questions import challenges, interview, selectors, services
+from questions.forms import AnswerForm, ChallengeForm, answer_form_for
+from questions.models import Attempt, MarkChallenge, Question, QuestionSet
 from questions.review import review_queue
 
 
@@ -196,22 +196,87 @@ def attempt_check_result(request: HttpRequest, attempt_id: int) -> HttpResponse:
     return render(request, "questions/_check_result.html", {"attempt": attempt})
 
 
-@login_required
-@require_GET
-def attempt_detail(request: HttpRequest, attempt_id: int) -> HttpResponse:
-    # Filtering by user turns someone else's attempt id into a plain 404.
-    attempt = get_object_or_404(Attempt.objects.select_related("question", "rubric"), pk=attempt_id, user=request.user)
+def _challenge_form(attempt: Attempt, sheet: dict | None, data=None) -> ChallengeForm | None:
+    """The form to challenge a mark: None while it is being marked, once staff settled a
+    challenge, or when nothing on the sheet was missed or flagged."""
+    challenge = getattr(attempt, "challenge", None)
+    if sheet is None or (challenge is not None and challenge.status != MarkChallenge.Status.OPEN):
+        return None
+    open_criteria, flagged = challenges.challengeable(attempt=attempt)
+    if not open_criteria and not flagged:
+        return None
+    earns = {row.get("id"): row["earns"] for row in sheet["rows"]}
+    names = [hit["name"] for hit in sheet["misconceptions"]]
+    initial = None
+    if getattr(attempt, "challenge", None):
+        chosen = set(attempt.challenge.criteria)
+        named = set(attempt.challenge.misconceptions)
+        initial = {
+            "criteria": [item["position"] for item in open_criteria if item["id"] in chosen],
+            "misconceptions": [item["position"] for item in flagged if item["id"] in named],
+            "note": attempt.challenge.note,
+        }
+    return ChallengeForm(
+        data,
+        initial=initial,
+        criteria=[(item["position"], earns.get(item["id"], "")) for item in open_criteria],
+        misconceptions=[(item["position"], names[item["position"]]) for item in flagged],
+    )
+
+
+def _attempt_page(request: HttpRequest, attempt: Attempt, *, challenge_form: ChallengeForm | None = None,
+                  status: int = 200) -> HttpResponse:
     question = attempt.question
+    sheet = _mark_sheet(attempt)
     context = {
         "attempt": attempt,
         "question": question,
-        "sheet": _mark_sheet(attempt),
+        "sheet": sheet,
         "follow_up_spec": selectors.follow_up_spec(question=question, follow_up=attempt.follow_up)
         if attempt.follow_up
         else None,
         "stale_rubric": selectors.graded_with_an_earlier_rubric(attempt=attempt),
+        "challenge": getattr(attempt, "challenge", None),
+        "challenge_form": challenge_form or _challenge_form(attempt, sheet),
     }
-    return render(request, "questions/attempt.html", context)
+    return render(request, "questions/attempt.html", context, status=status)
+
+
+def _own_attempt(request: HttpRequest, attempt_id: int) -> Attempt:
+    # Filtering by user turns someone else's attempt id into a plain 404.
+    return get_object_or_404(
+        Attempt.objects.select_related("question", "rubric", "challenge"), pk=attempt_id, user=request.user
+    )
+
+
+@login_required
+@require_GET
+def attempt_detail(request: HttpRequest, attempt_id: int) -> HttpResponse:
+    return _attempt_page(request, _own_attempt(request, attempt_id))
+
+
+@login_required
+@require_POST
+def attempt_challenge(request: HttpRequest, attempt_id: int) -> HttpResponse:
+    """The learner says the grader got their mark wrong; staff settle it (questions.challenges)."""
+    attempt = _own_attempt(request, attempt_id)
+    form = _challenge_form(attempt, _mark_sheet(attempt), data=request.POST)
+    if form is None:
+        messages.error(request, "This mark cannot be challenged (it is still being marked, or staff have settled it).")
+        return redirect(attempt.get_absolute_url())
+    if form.is_valid():
+        try:
+            challenges.challenge_mark(
+                user=request.user, attempt=attempt, criteria=form.cleaned_data.get("criteria", []),
+                misconceptions=form.cleaned_data.get("misconceptions", []), note=form.cleaned_data["note"],
+            )
+        except ValidationError as error:
+            form.add_error(None, error)
+        else:
+            thanks = "Thanks: your challenge is recorded. Staff will look at it; your mark stays as it is meanwhile."
+            messages.success(request, thanks)
+            return redirect(attempt.get_absolute_url() + "#challenge")
+    return _attempt_page(request, attempt, challenge_form=form, status=400)
 
 
 # Due labels ("due now", "due 3 minutes ago") move with the clock: kept half a minute at most.
