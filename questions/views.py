@@ -208,13 +208,12 @@ def _challenge_form(attempt: Attempt, sheet: dict | None, data=None) -> Challeng
     earns = {row.get("id"): row["earns"] for row in sheet["rows"]}
     names = [hit["name"] for hit in sheet["misconceptions"]]
     initial = None
-    if getattr(attempt, "challenge", None):
-        chosen = set(attempt.challenge.criteria)
-        named = set(attempt.challenge.misconceptions)
+    if challenge is not None:
+        chosen, named = set(challenge.criteria), set(challenge.misconceptions)
         initial = {
             "criteria": [item["position"] for item in open_criteria if item["id"] in chosen],
             "misconceptions": [item["position"] for item in flagged if item["id"] in named],
-            "note": attempt.challenge.note,
+            "note": challenge.note,
         }
     return ChallengeForm(
         data,
