@@ -184,7 +184,7 @@ def reveal(request: HttpRequest, question_slug: str) -> HttpResponse:
 
 
 def _mark_sheet(attempt: Attempt) -> dict | None:
-    return None if attempt.grading else selectors.mark_sheet(attempt=attempt)
+    return selectors.mark_sheet(attempt=attempt) if attempt.marked else None
 
 
 # The polls below run every 0.3-2 s while an answer is marked (and every 2 s while the LLM
