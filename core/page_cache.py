@@ -21,7 +21,8 @@ version is the same (core.versions: sync_content) and it is younger than the vie
 ``max_age_s`` (pages that also show what is not the learner's own: the lab's engines, the review
 queue's due dates).
 
-Only plain GETs with a session and no pending messages are kept, and only responses that set no
+Only GETs with a session and no pending messages are kept (htmx requests only for views that
+say so: a poll, kept apart from the page by its HX-* headers), and only responses that set no
 cookie but the CSRF one (a view that wrote the session, a message, a logout during the render is
 not kept). The page's CSRF token is part of its bytes, so a hit hands the browser the CSRF cookie
 that token belongs to, as rendering it would have; SecurityMiddleware's headers are added on the
@@ -123,9 +124,9 @@ def _session_and_token(*, request: HttpRequest, session_key: str) -> tuple[dict,
     return session._session_cache, learner_state_token(user_id=int(user_id))
 
 
-def _plan(*, request: HttpRequest, max_age_s: float) -> PagePlan | None:
+def _plan(*, request: HttpRequest, max_age_s: float, htmx: bool) -> PagePlan | None:
     """What this request's page may be kept under, or None when it must not be kept."""
-    if request.method != "GET" or getattr(request, "htmx", False):
+    if request.method != "GET" or (getattr(request, "htmx", False) and not htmx):
         return None
     session_key = request.COOKIES.get(settings.SESSION_COOKIE_NAME)
     if not session_key or MESSAGES_COOKIE in request.COOKIES or request.session.session_key is None:
@@ -143,15 +144,16 @@ def _plan(*, request: HttpRequest, max_age_s: float) -> PagePlan | None:
     )
 
 
-def per_learner_page(*, max_age_s: float) -> Callable:
+def per_learner_page(*, max_age_s: float, htmx: bool = False) -> Callable:
     """Let KeptPageMiddleware keep the view's signed-in GET pages per learner (see the module),
-    each at most ``max_age_s``. The plan is read before the view runs: a write during the render
-    (or any time after) renews the token, so the page is not served again."""
+    each at most ``max_age_s``; with ``htmx``, its answers to htmx requests too (a poll), kept
+    apart from the plain page by their HX-* headers. The plan is read before the view runs: a
+    write during the render (or any time after) renews the token, so the page is not served again."""
 
     def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         @wraps(view)
         def wrapper(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
-            plan = _plan(request=request, max_age_s=max_age_s)
+            plan = _plan(request=request, max_age_s=max_age_s, htmx=htmx)
             if plan is not None:
                 setattr(request, PLAN_ATTRIBUTE, plan)
             return view(request, *args, **kwargs)
@@ -163,7 +165,7 @@ def per_learner_page(*, max_age_s: float) -> Callable:
 
 def _page_key(request: HttpRequest) -> str | None:
     """Which browser asks for which page, or None when no kept page may answer this request."""
-    if request.method != "GET" or "HTTP_HX_REQUEST" in request.META:
+    if request.method != "GET":
         return None
     cookies = request.COOKIES
     session_key = cookies.get(settings.SESSION_COOKIE_NAME)
@@ -176,8 +178,14 @@ def _page_key(request: HttpRequest) -> str | None:
         request.get_full_path(),
         session_key,
         cookies.get(settings.CSRF_COOKIE_NAME, ""),
+        # An htmx request for the same URL gets a fragment, never the page, and the reverse.
+        _htmx_headers(request.META) if "HTTP_HX_REQUEST" in request.META else "",
     )
     return "\0".join(parts)
+
+
+def _htmx_headers(meta: dict) -> str:
+    return "\0".join(f"{name}={value}" for name, value in sorted(meta.items()) if name.startswith("HTTP_HX_"))
 
 
 def _still_good(*, page: KeptPage, session_key: str) -> bool:

@@ -269,3 +269,40 @@ def test_a_session_lost_from_the_cache_is_read_from_the_database_and_the_page_is
     browser.get(LESSON)
     cache.delete(KEY_PREFIX + browser.cookies[settings.SESSION_COOKIE_NAME].value)
     assert f"Log out {user.username}" in browser.get(LESSON).content.decode()
+
+
+def test_a_poll_for_a_mark_is_answered_early_and_the_mark_shows_on_the_next_poll(synced, user, stack_runs):
+    from tests.grading import mark_pending_answers
+
+    browser = _signed_in(user)
+    browser.post(QUESTION, {"answer": "Decode reads all the weights every step; memory bandwidth is the limit."})
+    attempt = Attempt.objects.get(user=user)
+    assert attempt.grading
+    poll = f"/practice/attempts/{attempt.pk}/feedback/"
+    first = browser.get(poll, HTTP_HX_REQUEST="true")
+    assert "Marking your answer" in first.content.decode()
+    stack_runs.clear()
+    again = browser.get(poll, HTTP_HX_REQUEST="true")
+    assert not stack_runs and again.content == first.content
+    # The same URL without htmx is another request: never answered with the fragment kept for htmx.
+    browser.get(poll)
+    assert stack_runs
+    mark_pending_answers()
+    assert 'data-testid="mark-sheet"' in browser.get(poll, HTTP_HX_REQUEST="true").content.decode()
+
+
+def test_a_kept_poll_is_answered_for_a_second_at_most(synced, user, stack_runs, monkeypatch):
+    import time
+    from types import SimpleNamespace
+
+    from core import page_cache
+
+    browser = _signed_in(user)
+    browser.post(QUESTION, {"answer": "Decode reads all the weights every step."})
+    poll = f"/practice/attempts/{Attempt.objects.get(user=user).pk}/feedback/"
+    browser.get(poll, HTTP_HX_REQUEST="true")
+    later = time.monotonic() + 1.01
+    monkeypatch.setattr(page_cache, "time", SimpleNamespace(monotonic=lambda: later))
+    stack_runs.clear()
+    browser.get(poll, HTTP_HX_REQUEST="true")
+    assert stack_runs  # rendered afresh, with a poll delay that grew with the wait
