@@ -113,7 +113,7 @@ for label, (path, is_signed_in) in pages.items():
     rest = handler - view_ms
     print("PROFILE", label, "|", f"{cpu_ms:.2f}", "|", f"{per(handler):.2f}", "|",
           " | ".join(f"{per(shares.get(category, 0.0)):.2f}" for category, _s, _f in categories), "|",
-          f"{per(view_ms):.2f}", "|", f"{per(max(rest, 0.0)):.2f}", flush=True)
+          f"{per(view_ms):.2f}", "|", f"{per(max(rest, 0.0)):.2f}", "|", f"{stats.total_calls / count:.0f}", flush=True)
     if top:
         out = io.StringIO()
         pstats.Stats(profile, stream=out).sort_stats(sort).print_stats(top)
@@ -148,9 +148,10 @@ def main() -> int:
     print(
         f"\n{args.requests} requests per page through Django's handler, one process"
         f"{', every signed-in one rendered (--miss)' if args.miss else ''}; ms per request "
-        f"(split from cProfile, which inflates it; 'CPU' is measured without it)"
+        f"(split from cProfile, which inflates it; 'CPU' is measured without it); 'calls': Python function "
+        f"calls per request, which unlike CPU time does not move with other load on the machine"
     )
-    header = ["page", "CPU", "handler", *(label for label, _s, _f in CATEGORIES), "view", "rest"]
+    header = ["page", "CPU", "handler", *(label for label, _s, _f in CATEGORIES), "view", "rest", "calls"]
     print(" | ".join(header))
     for line in done.stdout.splitlines():
         if line.startswith("PROFILE "):
