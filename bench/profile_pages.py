@@ -1,6 +1,6 @@
 """Where a signed-in page's CPU goes, request by request, inside one Django process.
 
-    python bench/profile_pages.py [--requests 200] [--top 0] [--miss]
+    python bench/profile_pages.py [--requests 200] [--top 0] [--sort tottime|cumulative] [--miss]
 
 It builds a throwaway site (fresh PREFILL_VAR_DIR: migrate, sync_content, collectstatic; a cache
 key prefix of its own in Redis), signs a learner in, and in one child process (DEBUG off, the
@@ -59,6 +59,7 @@ pages = eval(os.environ["PROFILE_PAGES"])
 categories = eval(os.environ["PROFILE_CATEGORIES"])
 count = int(os.environ["PROFILE_REQUESTS"])
 top = int(os.environ["PROFILE_TOP"])
+sort = os.environ.get("PROFILE_SORT", "tottime")
 miss = os.environ["PROFILE_MISS"] == "1"
 try:
     from core.learner_state import renew_learner_state
@@ -112,10 +113,10 @@ for label, (path, is_signed_in) in pages.items():
     rest = handler - view_ms
     print("PROFILE", label, "|", f"{cpu_ms:.2f}", "|", f"{per(handler):.2f}", "|",
           " | ".join(f"{per(shares.get(category, 0.0)):.2f}" for category, _s, _f in categories), "|",
-          f"{per(view_ms):.2f}", "|", f"{per(max(rest, 0.0)):.2f}", flush=True)
+          f"{per(view_ms):.2f}", "|", f"{per(max(rest, 0.0)):.2f}", "|", f"{stats.total_calls / count:.0f}", flush=True)
     if top:
         out = io.StringIO()
-        pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(top)
+        pstats.Stats(profile, stream=out).sort_stats(sort).print_stats(top)
         print(out.getvalue())
 """
 
@@ -124,6 +125,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=200, help="requests per page and pass (default 200)")
     parser.add_argument("--top", type=int, default=0, help="also print the N functions with most own time")
+    parser.add_argument("--sort", default="tottime", choices=("tottime", "cumulative"),
+                        help="order of the --top functions: own time (default) or with what they call")
     parser.add_argument("--miss", action="store_true", help="render every signed-in request (no kept page)")
     args = parser.parse_args()
     stop_on_sigterm()
@@ -137,6 +140,7 @@ def main() -> int:
             "PROFILE_REQUESTS": str(args.requests),
             "PROFILE_TOP": str(args.top),
             "PROFILE_MISS": "1" if args.miss else "0",
+            "PROFILE_SORT": args.sort,
         }
         done = subprocess.run([PYTHON, "-c", CHILD], cwd=ROOT, env=env, capture_output=True, text=True, check=False)
         if done.returncode != 0:
@@ -144,9 +148,10 @@ def main() -> int:
     print(
         f"\n{args.requests} requests per page through Django's handler, one process"
         f"{', every signed-in one rendered (--miss)' if args.miss else ''}; ms per request "
-        f"(split from cProfile, which inflates it; 'CPU' is measured without it)"
+        f"(split from cProfile, which inflates it; 'CPU' is measured without it); 'calls': Python function "
+        f"calls per request, which unlike CPU time does not move with other load on the machine"
     )
-    header = ["page", "CPU", "handler", *(label for label, _s, _f in CATEGORIES), "view", "rest"]
+    header = ["page", "CPU", "handler", *(label for label, _s, _f in CATEGORIES), "view", "rest", "calls"]
     print(" | ".join(header))
     for line in done.stdout.splitlines():
         if line.startswith("PROFILE "):

@@ -44,6 +44,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # A kept signed-in page is answered here, before the session, CSRF, auth and CSP middleware
+    # (core/page_cache.py), with the headers and cookie they sent when it was rendered.
+    "core.page_cache.KeptPageMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -3,6 +3,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from core.access import staff_only
@@ -37,12 +38,15 @@ def _lab_page(slug: str) -> dict | None:
         lab = Lab.objects.live().filter(slug=slug).first()
         if lab is None:
             return None
-        return {
+        page = {
             "lab": lab,
             "guide_html": selectors.rendered_guide(lab=lab),
             "questions": question_selectors.questions_by_slug(slugs=lab.spec.get("questions", [])),
             "lesson_link": lesson_ref_link(ref=lab.lesson_ref) if lab.lesson_ref else None,
         }
+        # Rendered here, once, rather than by every request's template.
+        page["shared_html"] = render_to_string("labs/lab.html#lab-head", {**page, "params": lab.spec.get("params", [])})
+        return page
 
     return shared_part(name=f"lab-page:{slug}", build=build)
 

@@ -102,8 +102,9 @@ def summary(*, state: dict, questions: list, attempts_by_id: dict[int, Any]) -> 
         attempt = attempts_by_id.get(answer["attempt"]) if answer else None
         rows.append(InterviewRow(question=question, attempt=attempt, seconds=answer["seconds"] if attempt else None))
     answered = [row for row in rows if row.attempt is not None]
-    # Scores add up over marked answers only; those still being marked are counted apart.
-    marked = [row for row in answered if not row.attempt.grading]
+    # Scores add up over marked answers only; those still being marked are counted apart (and
+    # one that could not be marked counts in neither).
+    marked = [row for row in answered if row.attempt.marked]
     started = datetime.fromisoformat(state["started_at"])
     finished = datetime.fromisoformat(state["finished_at"]) if state.get("finished_at") else started
     return InterviewSummary(
@@ -112,5 +113,5 @@ def summary(*, state: dict, questions: list, attempts_by_id: dict[int, Any]) -> 
         total_seconds=max(0, int((finished - started).total_seconds())),
         score=sum(row.attempt.score for row in marked),
         max_score=sum(row.attempt.max_score for row in marked),
-        grading=len(answered) - len(marked),
+        grading=sum(1 for row in answered if row.attempt.grading),
     )

@@ -104,6 +104,9 @@ class Attempt(models.Model):
     class GradeStatus(models.TextChoices):
         PENDING = "pending", "Being graded"
         GRADED = "graded", "Graded"
+        # Terminal: the rubric it was stored against cannot be loaded, so nothing can mark it. The
+        # answer is kept; it has no score and counts in no average or review schedule.
+        UNMARKABLE = "unmarkable", "Could not be marked"
 
     class JudgeStatus(models.TextChoices):
         NONE = "none", "Rubric only"
@@ -150,6 +153,15 @@ class Attempt(models.Model):
     def grading(self) -> bool:
         """Stored, not yet marked: the page shows "being marked" and polls."""
         return self.grade_status == self.GradeStatus.PENDING
+
+    @property
+    def unmarkable(self) -> bool:
+        """Given up on (its rubric cannot be loaded): the page says so instead of "being marked"."""
+        return self.grade_status == self.GradeStatus.UNMARKABLE
+
+    @property
+    def marked(self) -> bool:
+        return self.grade_status == self.GradeStatus.GRADED
 
     @property
     def poll_delay_ms(self) -> int:

@@ -183,13 +183,26 @@ def settle_stale_grades(*, now=None) -> list[int]:
     for attempt_id in stale:
         try:
             grade_pending_attempt(attempt_id=attempt_id)
-        except ValidationError:
-            # Its rubric is gone (not loadable any more): nothing can mark it, and the learner
-            # should not watch "being marked" forever; it stays pending for staff to see.
-            logger.warning("Attempt %s cannot be graded: its rubric is unavailable", attempt_id)
-            continue
+        except ValidationError as error:
+            # Its rubric cannot be loaded: nothing will ever mark it. Left pending, the learner
+            # would watch "being marked" forever and a batch of such attempts would hold up every
+            # answer behind it; it ends as "could not be marked", the answer kept.
+            logger.warning("Attempt %s cannot be marked: %s", attempt_id, error.messages[0])
+            give_up_grading(attempt_id=attempt_id)
         settled.append(attempt_id)
     return settled
+
+
+def give_up_grading(*, attempt_id: int) -> None:
+    """A pending attempt nothing can mark ends as unmarkable (conditional on still pending: a
+    grader that got there first keeps its mark), and the learner's pages say so at once."""
+    with transaction.atomic():
+        changed = Attempt.objects.filter(pk=attempt_id, grade_status=Attempt.GradeStatus.PENDING).update(
+            grade_status=Attempt.GradeStatus.UNMARKABLE
+        )
+        if changed:
+            user_id = Attempt.objects.filter(pk=attempt_id).values_list("user_id", flat=True).first()
+            renew_learner_state(user_ids=[user_id])
 
 
 def judge_configured() -> bool:

@@ -3,6 +3,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -38,21 +39,31 @@ def _answer_form(question: Question, data=None, *, follow_up: str = "", answer: 
     return answer_form_for(question=question, data=data, initial=initial)
 
 
+def _shared_parts(question: Question) -> dict:
+    """The learner-independent parts of a question's page, their HTML rendered here rather than
+    by every request's template (the set's other questions are a dozen links to reverse)."""
+    page = {
+        "question": question,
+        "siblings": selectors.set_siblings(question=question),
+        "lab": lab_selectors.lab_for_slug(slug=question.lab_slug) if question.lab_slug else None,
+        "lesson_link": lesson_ref_link(ref=question.lesson_ref) if question.lesson_ref else None,
+        "lesson_section": lesson_ref_section(ref=question.lesson_ref) if question.lesson_ref else None,
+    }
+    context = {**page, "set_total": len(page["siblings"]) + 1}
+    page["html"] = {
+        part: render_to_string(f"questions/question.html#question-{part}", context) for part in ("head", "siblings")
+    }
+    return page
+
+
 def _question_page(slug: str) -> dict | None:
     """What every learner's copy of a question page shares (the question, its set's other
-    questions, its lesson and lab links), once per content version (core.shared). Read-only."""
+    questions, its lesson and lab links, their HTML), once per content version (core.shared).
+    Read-only."""
 
     def build() -> dict | None:
         question = Question.objects.live().select_related("question_set").filter(slug=slug).first()
-        if question is None:
-            return None
-        return {
-            "question": question,
-            "siblings": selectors.set_siblings(question=question),
-            "lab": lab_selectors.lab_for_slug(slug=question.lab_slug) if question.lab_slug else None,
-            "lesson_link": lesson_ref_link(ref=question.lesson_ref) if question.lesson_ref else None,
-            "lesson_section": lesson_ref_section(ref=question.lesson_ref) if question.lesson_ref else None,
-        }
+        return _shared_parts(question) if question is not None else None
 
     return shared_part(name=f"question-page:{slug}", build=build)
 
@@ -66,7 +77,8 @@ def _live_question(slug: str) -> Question:
 
 def _question_context(request: HttpRequest, question: Question, *, form=None, follow_up_forms=None) -> dict:
     user = request.user
-    page = _question_page(question.slug) or {}
+    # A question no longer live (an old attempt's) has no shared part kept: built on the spot.
+    page = _question_page(question.slug) or _shared_parts(question)
     # Score lines of all the learner's attempts at this question, the newest of each part in full.
     attempts, latest_by_follow_up = (
         selectors.attempts_for(user=user, question=question) if user.is_authenticated else ([], {})
@@ -89,7 +101,7 @@ def _question_context(request: HttpRequest, question: Question, *, form=None, fo
     # Anonymous visitors get the public interview-prep page (answer, follow-ups, what gets marked
     # up, the set's other questions); a signed-in learner still answers before seeing the answer.
     public_page = not user.is_authenticated
-    siblings = page["siblings"] if page else selectors.set_siblings(question=question)
+    siblings = page["siblings"]
     return {
         "question": question,
         "spec": question.spec,
@@ -100,12 +112,13 @@ def _question_context(request: HttpRequest, question: Question, *, form=None, fo
         "show_model_answer": latest is not None or selectors.revealed_model_answer(user=user, question=question),
         "follow_ups": follow_ups,
         "history": [attempt for attempt in attempts if not attempt.follow_up][:10],
-        "lesson_link": page.get("lesson_link"),
-        "lesson_section": page.get("lesson_section"),
-        "lab": page.get("lab"),
+        "lesson_link": page["lesson_link"],
+        "lesson_section": page["lesson_section"],
+        "lab": page["lab"],
         "public_page": public_page,
         "siblings": siblings,
         "set_total": len(siblings) + 1,
+        "shared_html": page["html"],
         # An answer still being marked: without JavaScript the page reloads until its mark is in.
         "grading": any(attempt.grading for attempt in latest_by_follow_up.values()),
     }
@@ -171,14 +184,20 @@ def reveal(request: HttpRequest, question_slug: str) -> HttpResponse:
 
 
 def _mark_sheet(attempt: Attempt) -> dict | None:
-    return None if attempt.grading else selectors.mark_sheet(attempt=attempt)
+    return selectors.mark_sheet(attempt=attempt) if attempt.marked else None
 
 
 # The polls below run every 0.3-2 s while an answer is marked (and every 2 s while the LLM
 # judge's opinion is on its way): one query for the attempt, no grading, nothing per criterion
 # until the mark is in. Filtering by user turns someone else's attempt id into a plain 404.
+# Under load they are a third of all requests, and most find the answer still being marked, so
+# each learner's answer is kept for a second (core.page_cache): the mark (any write of the
+# learner's) renews their token, so it shows on the next poll; the poll delay in a kept answer is
+# at most a quarter of a second shorter than a fresh one's.
+POLL_KEPT_S = 1.0
 
 
+@per_learner_page(max_age_s=POLL_KEPT_S, htmx=True)
 @login_required
 @require_GET
 def attempt_feedback(request: HttpRequest, attempt_id: int) -> HttpResponse:
@@ -187,6 +206,7 @@ def attempt_feedback(request: HttpRequest, attempt_id: int) -> HttpResponse:
     return render(request, "questions/_feedback.html", {"attempt": attempt, "sheet": _mark_sheet(attempt)})
 
 
+@per_learner_page(max_age_s=POLL_KEPT_S, htmx=True)
 @login_required
 @require_GET
 def attempt_check_result(request: HttpRequest, attempt_id: int) -> HttpResponse:

@@ -3,7 +3,8 @@ the questions app's selectors for their data."""
 
 from django import template
 
-from questions.forms import answer_form_for
+from core.lru import BoundedLRU
+from questions.forms import AnswerForm, ChoiceAnswerForm, answer_form_for
 
 register = template.Library()
 
@@ -14,3 +15,24 @@ def answer_form(check: dict):
     return check.get("form") or answer_form_for(
         question=check["question"], auto_id=f"check-{check['question'].slug}-%s"
     )
+
+
+# A multiple-choice question's radio buttons cost about 2,400 Python calls to render through
+# Django's form renderer (a template per option), and they are the same HTML for every learner
+# shown the same choices with the same one ticked: kept per process, keyed by everything the
+# widget is drawn from (ids, choices, the ticked value; the form's code is fixed per process).
+_choice_widgets = BoundedLRU(max_items=512)
+
+
+@register.simple_tag
+def answer_widget(form: AnswerForm) -> str:
+    """The form's answer field as HTML; an unbound choice form's from the memo."""
+    field = form["answer"]
+    if form.is_bound or not isinstance(form, ChoiceAnswerForm):
+        return str(field)
+    key = "\0".join((form.auto_id or "", form.prefix or "", str(field.value() or ""), repr(field.field.choices)))
+    html = _choice_widgets.get(key)
+    if html is None:
+        html = str(field)
+        _choice_widgets.put(key, html)
+    return html

@@ -181,3 +181,128 @@ def test_the_learner_token_is_renewed_by_their_writes_only(synced, make_user):
     _signed_in(ada).post(f"{LESSON}done/", {"done": "1"})
     assert learner_state_token(user_id=ada.pk) != ada_token
     assert learner_state_token(user_id=grace.pk) == grace_token
+
+
+def _cookies(response) -> dict:
+    """Each cookie's value and attributes, less its expiry date (a clock reading; max-age is kept)."""
+    return {
+        name: (morsel.value, {key: value for key, value in morsel.items() if key != "expires"})
+        for name, morsel in response.cookies.items()
+    }
+
+
+@pytest.fixture
+def stack_runs(monkeypatch):
+    """How many requests reached the session middleware, i.e. went past the kept-page lookup."""
+    from django.contrib.sessions.middleware import SessionMiddleware
+
+    calls = []
+    real = SessionMiddleware.process_request
+    def counted(self, request):
+        calls.append(1)
+        return real(self, request)
+
+    monkeypatch.setattr(SessionMiddleware, "process_request", counted)
+    return calls
+
+
+@pytest.mark.parametrize("url", [LESSON, QUESTION, LAB, REVIEW, ME])
+def test_a_kept_page_is_answered_before_the_middleware_with_the_headers_the_whole_stack_sends(
+    synced, target, user, url, stack_runs
+):
+    browser = _signed_in(user)
+    browser.get(url)  # a first visit may write (the lesson notes the view)
+    renew_learner_state(user_ids=[user.pk])  # so the next request renders through the whole stack
+    rendered = browser.get(url)
+    assert stack_runs and rendered.status_code == 200
+    stack_runs.clear()
+    kept = browser.get(url)
+    assert not stack_runs, "the kept page went through the middleware stack"
+    assert kept.status_code == 200 and kept.content == rendered.content
+    assert dict(kept.headers) == dict(rendered.headers)
+    assert _cookies(kept) == _cookies(rendered) and settings.CSRF_COOKIE_NAME in _cookies(kept)
+    # What the stack below adds (CSP, framing, Vary, length) and SecurityMiddleware's own.
+    security = ("X-Content-Type-Options", "Referrer-Policy", "Cross-Origin-Opener-Policy")
+    for header in ("Content-Security-Policy", "X-Frame-Options", "Content-Length", *security):
+        assert header in kept.headers, header
+    assert "Cookie" in kept.headers["Vary"]
+
+
+def test_over_https_a_kept_page_gets_hsts_and_plain_http_is_redirected(synced, user, settings, stack_runs):
+    settings.SECURE_HSTS_SECONDS = 3600
+    settings.SECURE_SSL_REDIRECT = True
+    browser = _signed_in(user)
+    browser.get(LESSON, secure=True)
+    rendered = browser.get(LESSON, secure=True)
+    stack_runs.clear()
+    kept = browser.get(LESSON, secure=True)
+    assert not stack_runs and kept.content == rendered.content
+    assert kept.headers["Strict-Transport-Security"] == rendered.headers["Strict-Transport-Security"]
+    plain = browser.get(LESSON)
+    assert plain.status_code == 301 and plain.headers["Location"].startswith("https://")
+
+
+def test_a_kept_page_is_not_served_under_a_host_the_site_does_not_answer_to(synced, user):
+    browser = _signed_in(user)
+    browser.get(LESSON)
+    assert browser.get(LESSON).status_code == 200
+    assert browser.get(LESSON, HTTP_HOST="evil.example").status_code == 400
+
+
+def test_an_htmx_request_for_a_kept_page_goes_through_the_stack(synced, user, stack_runs):
+    browser = _signed_in(user)
+    browser.get(ME)
+    browser.get(ME)
+    stack_runs.clear()
+    browser.get(ME, HTTP_HX_REQUEST="true")
+    assert stack_runs
+
+
+def test_a_session_lost_from_the_cache_is_read_from_the_database_and_the_page_is_still_theirs(synced, user):
+    """Redis lost the session (evicted, restarted): the kept page is not served on the cache's
+    word; the stack reads the session back from the database and renders the learner's page."""
+    from django.contrib.sessions.backends.cached_db import KEY_PREFIX
+    from django.core.cache import cache
+
+    browser = _signed_in(user)
+    browser.get(LESSON)
+    browser.get(LESSON)
+    cache.delete(KEY_PREFIX + browser.cookies[settings.SESSION_COOKIE_NAME].value)
+    assert f"Log out {user.username}" in browser.get(LESSON).content.decode()
+
+
+def test_a_poll_for_a_mark_is_answered_early_and_the_mark_shows_on_the_next_poll(synced, user, stack_runs):
+    from tests.grading import mark_pending_answers
+
+    browser = _signed_in(user)
+    browser.post(QUESTION, {"answer": "Decode reads all the weights every step; memory bandwidth is the limit."})
+    attempt = Attempt.objects.get(user=user)
+    assert attempt.grading
+    poll = f"/practice/attempts/{attempt.pk}/feedback/"
+    first = browser.get(poll, HTTP_HX_REQUEST="true")
+    assert "Marking your answer" in first.content.decode()
+    stack_runs.clear()
+    again = browser.get(poll, HTTP_HX_REQUEST="true")
+    assert not stack_runs and again.content == first.content
+    # The same URL without htmx is another request: never answered with the fragment kept for htmx.
+    browser.get(poll)
+    assert stack_runs
+    mark_pending_answers()
+    assert 'data-testid="mark-sheet"' in browser.get(poll, HTTP_HX_REQUEST="true").content.decode()
+
+
+def test_a_kept_poll_is_answered_for_a_second_at_most(synced, user, stack_runs, monkeypatch):
+    import time
+    from types import SimpleNamespace
+
+    from core import page_cache
+
+    browser = _signed_in(user)
+    browser.post(QUESTION, {"answer": "Decode reads all the weights every step."})
+    poll = f"/practice/attempts/{Attempt.objects.get(user=user).pk}/feedback/"
+    browser.get(poll, HTTP_HX_REQUEST="true")
+    later = time.monotonic() + 1.01
+    monkeypatch.setattr(page_cache, "time", SimpleNamespace(monotonic=lambda: later))
+    stack_runs.clear()
+    browser.get(poll, HTTP_HX_REQUEST="true")
+    assert stack_runs  # rendered afresh, with a poll delay that grew with the wait

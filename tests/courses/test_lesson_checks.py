@@ -100,3 +100,25 @@ def test_anonymous_visitors_read_the_checks_and_are_asked_to_log_in(client, repo
     response = client.post(_check_url(NUMERIC), {"answer": "222"})
     assert response.status_code == 302 and "/login/" in response["Location"]
     assert not Attempt.objects.exists()
+
+
+def test_the_choice_buttons_drawn_once_still_tick_each_learners_own_answer(client, repository_content, make_user):
+    """A choice question's radio buttons are kept per process once drawn (questions'
+    answer_widget tag): the same HTML Django draws, with each learner's own last answer ticked."""
+    import re
+
+    from questions.forms import answer_form_for
+    from questions.models import Question
+
+    question_page = f"/practice/q/{CHOICE}/"
+    fresh = str(answer_form_for(question=Question.objects.get(slug=CHOICE), auto_id=f"check-{CHOICE}-%s")["answer"])
+    ticked = re.compile(r'<input type="radio"[^>]*value="(\d)"[^>]*checked')
+    client.force_login(make_user("ada"))
+    assert fresh in client.get(LESSON).content.decode()
+    client.post(question_page, {"answer": "1"})
+    assert ticked.findall(client.get(question_page).content.decode()) == ["1"]
+    client.force_login(make_user("grace"))
+    assert fresh in client.get(LESSON).content.decode()
+    assert ticked.findall(client.get(question_page).content.decode()) == []
+    client.post(question_page, {"answer": "2"})
+    assert ticked.findall(client.get(question_page).content.decode()) == ["2"]

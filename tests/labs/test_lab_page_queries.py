@@ -57,3 +57,18 @@ def test_the_status_poll_of_a_queued_run_is_a_few_queries(
     ahead.save()
     response = client.get(f"/labs/runs/{run.pk}/status/", HTTP_HX_REQUEST="true")
     assert "position 1 in the queue" in response.content.decode()
+
+
+def test_the_lab_guide_and_parameters_are_rendered_once_for_every_learner(
+    client, synced, target, make_user, monkeypatch
+):
+    from labs import views
+
+    rendered = []
+    real = views.render_to_string
+    monkeypatch.setattr(views, "render_to_string", lambda name, *a, **kw: rendered.append(name) or real(name, *a, **kw))
+    for name in ("ada", "grace"):
+        client.force_login(make_user(name))
+        html = client.get(LAB_URL).content.decode()
+        assert f"Log out {name}" in html and 'id="parameters"' in html and 'id="run-it"' in html
+    assert rendered == ["labs/lab.html#lab-head"]

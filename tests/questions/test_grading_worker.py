@@ -85,6 +85,48 @@ def test_a_lost_grading_message_is_marked_by_the_settler_and_the_page_without_ja
     assert Attempt.objects.get(pk=attempt.pk).score == 3
 
 
+def test_an_answer_whose_rubric_cannot_be_loaded_ends_as_could_not_be_marked_and_blocks_no_other(
+    bank, broker, logged_in_client, user, monkeypatch
+):
+    """Nothing can mark an answer whose stored rubric no longer loads: the settler gives up on it
+    (a terminal status the learner sees, their answer kept) instead of leaving it pending, where
+    it would show "being marked" forever and a batch of them would hold up every later answer."""
+    from questions.rubrics import RubricUnavailable
+
+    logged_in_client.post(URL, {"answer": STRONG})
+    stuck = Attempt.objects.get(user=user)
+    redis.Redis.from_url(broker["url"]).delete(settings.GRADING_QUEUE)  # nothing will grade it
+
+    def unloadable(**kwargs):
+        raise RubricUnavailable("the criteria of version 1 are gone")
+
+    monkeypatch.setattr(services, "gradable_from", unloadable)
+    monkeypatch.setattr(services, "GRADE_SETTLE_BATCH", 1)  # so it would block the next one's batch
+    later = timezone.now() + timedelta(seconds=services.GRADE_STALE_AFTER_S + 1)
+    assert services.settle_stale_grades(now=later) == [stuck.pk]
+    stuck.refresh_from_db()
+    assert stuck.grade_status == Attempt.GradeStatus.UNMARKABLE and stuck.answer == STRONG
+    assert not ReviewCard.objects.filter(user=user).exists()  # no score, no review schedule
+
+    page = logged_in_client.get(URL).content.decode()
+    assert "Could not be marked" in page and "Marking your answer" not in page and REFRESH not in page
+    assert STRONG in page  # kept in the answer box, to send again
+    assert "could not be marked" in logged_in_client.get("/accounts/me/").content.decode()
+    sheet = _feedback(logged_in_client, stuck)
+    assert 'data-testid="mark-sheet-unmarkable"' in sheet and "hx-get" not in sheet  # no more polling
+    attempt_page = logged_in_client.get(stuck.get_absolute_url()).content.decode()
+    assert STRONG in attempt_page and "Could not be marked" in attempt_page
+
+    # The next stale answer, whose rubric loads, is marked on the next run, not held up.
+    monkeypatch.undo()
+    logged_in_client.post(URL, {"answer": STRONG + " Again."})
+    redis.Redis.from_url(broker["url"]).delete(settings.GRADING_QUEUE)
+    second = Attempt.objects.get(user=user, grade_status=Attempt.GradeStatus.PENDING)
+    later = timezone.now() + timedelta(seconds=services.GRADE_STALE_AFTER_S + 1)
+    assert services.settle_stale_grades(now=later) == [second.pk]
+    assert Attempt.objects.get(pk=second.pk).score == 3
+
+
 def test_the_settler_runs_on_beats_schedule():
     scheduled = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
     assert "questions.tasks.settle_stale_grades" in scheduled
@@ -169,16 +211,30 @@ def test_make_run_and_compose_start_a_worker_on_the_grading_queue():
     assert 'command: ["python", "-m", "scripts.services", "worker"]' in compose
 
 
-def test_the_pending_sheet_asks_less_often_the_longer_the_queue_keeps_it_waiting(bank, broker, logged_in_client, user):
+def test_the_pending_sheet_asks_less_often_the_longer_the_queue_keeps_it_waiting(
+    bank, broker, logged_in_client, user, monkeypatch
+):
+    import time
+    from types import SimpleNamespace
+
+    from core import page_cache
+
     def delay_ms() -> int:
         return int(re.search(r'hx-trigger="load delay:(\d+)ms"', _feedback(logged_in_client, attempt)).group(1))
+
+    def wait(seconds: float) -> None:
+        """Time passes: the answer was stored longer ago, and a poll answer kept for a second
+        (core.page_cache) has aged as much."""
+        Attempt.objects.filter(pk=attempt.pk).update(created_at=timezone.now() - timedelta(seconds=seconds))
+        later = time.monotonic() + seconds
+        monkeypatch.setattr(page_cache, "time", SimpleNamespace(monotonic=lambda: later))
 
     logged_in_client.post(URL, {"answer": STRONG})
     attempt = Attempt.objects.get(user=user)
     assert delay_ms() == 300  # a mark usually comes within half a second
-    Attempt.objects.filter(pk=attempt.pk).update(created_at=timezone.now() - timedelta(seconds=4))
+    wait(4)
     assert 1000 <= delay_ms() < 1200  # a quarter of the time waited
-    Attempt.objects.filter(pk=attempt.pk).update(created_at=timezone.now() - timedelta(minutes=5))
+    wait(5 * 60)
     assert delay_ms() == 2000
 
 

@@ -92,3 +92,26 @@ def test_the_practice_index_shares_the_sets_and_counts_the_learners_own_answers(
     with django_assert_max_num_queries(2):  # user, the learner's answered questions per set
         html = client.get("/practice/").content.decode()
     assert "Sample set" in html and "0 answered" in html
+
+
+def test_the_shared_part_of_a_question_page_is_rendered_once_for_every_learner(
+    client, synced, content, make_user, monkeypatch
+):
+    """The question's heading, its set, lesson and lab links (and its set's other questions) are
+    HTML rendered once per content version; a sync that renames its set shows at once."""
+    from questions import views
+
+    rendered = []
+    real = views.render_to_string
+    monkeypatch.setattr(views, "render_to_string", lambda name, *a, **kw: rendered.append(name) or real(name, *a, **kw))
+    for name in ("ada", "grace"):
+        client.force_login(make_user(name))
+        html = client.get(URL).content.decode()
+        assert f"Log out {name}" in html and "<h1>Why is decode memory-bound?</h1>" in html
+        assert 'href="/labs/sample-lab/"' in html and 'href="/learn/lessons/first-lesson/#the-loop"' in html
+        assert ">Sample set</a>" in html
+    assert sorted(rendered) == ["questions/question.html#question-head", "questions/question.html#question-siblings"]
+    questions = content["questions"] / "sample-set.toml"
+    questions.write_text(questions.read_text().replace('title = "Sample set"', 'title = "Decode basics"'))
+    call_command("sync_content")
+    assert ">Decode basics</a>" in client.get(URL).content.decode()
