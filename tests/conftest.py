@@ -138,3 +138,22 @@ def synced(content, db):
 
     call_command("sync_content")
     return content
+
+
+@pytest.fixture
+def rendered_templates(monkeypatch):
+    """Spy on a views module's render_to_string: `rendered_templates(views)` returns the list the
+    names of the templates it renders are appended to (a shared part rendered once shows once)."""
+
+    def spy(module) -> list[str]:
+        rendered: list[str] = []
+        real = module.render_to_string
+
+        def recording(name, *args, **kwargs):
+            rendered.append(name)
+            return real(name, *args, **kwargs)
+
+        monkeypatch.setattr(module, "render_to_string", recording)
+        return rendered
+
+    return spy

@@ -60,13 +60,11 @@ def test_the_status_poll_of_a_queued_run_is_a_few_queries(
 
 
 def test_the_lab_guide_and_parameters_are_rendered_once_for_every_learner(
-    client, synced, target, make_user, monkeypatch
+    client, synced, target, make_user, rendered_templates
 ):
     from labs import views
 
-    rendered = []
-    real = views.render_to_string
-    monkeypatch.setattr(views, "render_to_string", lambda name, *a, **kw: rendered.append(name) or real(name, *a, **kw))
+    rendered = rendered_templates(views)
     for name in ("ada", "grace"):
         client.force_login(make_user(name))
         html = client.get(LAB_URL).content.decode()

@@ -95,15 +95,13 @@ def test_the_practice_index_shares_the_sets_and_counts_the_learners_own_answers(
 
 
 def test_the_shared_part_of_a_question_page_is_rendered_once_for_every_learner(
-    client, synced, content, make_user, monkeypatch
+    client, synced, content, make_user, rendered_templates
 ):
     """The question's heading, its set, lesson and lab links (and its set's other questions) are
     HTML rendered once per content version; a sync that renames its set shows at once."""
     from questions import views
 
-    rendered = []
-    real = views.render_to_string
-    monkeypatch.setattr(views, "render_to_string", lambda name, *a, **kw: rendered.append(name) or real(name, *a, **kw))
+    rendered = rendered_templates(views)
     for name in ("ada", "grace"):
         client.force_login(make_user(name))
         html = client.get(URL).content.decode()
