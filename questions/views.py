@@ -243,10 +243,9 @@ def _challenge_form(attempt: Attempt, sheet: dict | None, data=None) -> Challeng
     )
 
 
-def _attempt_page(request: HttpRequest, attempt: Attempt, *, challenge_form: ChallengeForm | None = None,
-                  status: int = 200) -> HttpResponse:
+def _attempt_page(request: HttpRequest, attempt: Attempt, *, sheet: dict | None,
+                  challenge_form: ChallengeForm | None = None, status: int = 200) -> HttpResponse:
     question = attempt.question
-    sheet = _mark_sheet(attempt)
     context = {
         "attempt": attempt,
         "question": question,
@@ -271,7 +270,8 @@ def _own_attempt(request: HttpRequest, attempt_id: int) -> Attempt:
 @login_required
 @require_GET
 def attempt_detail(request: HttpRequest, attempt_id: int) -> HttpResponse:
-    return _attempt_page(request, _own_attempt(request, attempt_id))
+    attempt = _own_attempt(request, attempt_id)
+    return _attempt_page(request, attempt, sheet=_mark_sheet(attempt))
 
 
 @login_required
@@ -279,7 +279,8 @@ def attempt_detail(request: HttpRequest, attempt_id: int) -> HttpResponse:
 def attempt_challenge(request: HttpRequest, attempt_id: int) -> HttpResponse:
     """The learner says the grader got their mark wrong; staff settle it (questions.challenges)."""
     attempt = _own_attempt(request, attempt_id)
-    form = _challenge_form(attempt, _mark_sheet(attempt), data=request.POST)
+    sheet = _mark_sheet(attempt)
+    form = _challenge_form(attempt, sheet, data=request.POST)
     if form is None:
         messages.error(request, "This mark cannot be challenged (it is still being marked, or staff have settled it).")
         return redirect(attempt.get_absolute_url())
@@ -295,7 +296,7 @@ def attempt_challenge(request: HttpRequest, attempt_id: int) -> HttpResponse:
             thanks = "Thanks: your challenge is recorded. Staff will look at it; your mark stays as it is meanwhile."
             messages.success(request, thanks)
             return redirect(attempt.get_absolute_url() + "#challenge")
-    return _attempt_page(request, attempt, challenge_form=form, status=400)
+    return _attempt_page(request, attempt, sheet=sheet, challenge_form=form, status=400)
 
 
 # Due labels ("due now", "due 3 minutes ago") move with the clock: kept half a minute at most.

@@ -4,6 +4,7 @@ the questions app's selectors for their data."""
 from django import template
 
 from core.lru import BoundedLRU
+from questions import challenges
 from questions.forms import AnswerForm, ChoiceAnswerForm, answer_form_for
 
 register = template.Library()
@@ -36,3 +37,11 @@ def answer_widget(form: AnswerForm) -> str:
         html = str(field)
         _choice_widgets.put(key, html)
     return html
+
+
+@register.filter
+def challengeable(attempt) -> bool:
+    """Whether the mark sheet has anything the learner may challenge (a point not fully awarded,
+    a misconception flagged): the same rule as the challenge form's (questions.challenges)."""
+    criteria, misconceptions = challenges.challengeable(attempt=attempt)
+    return bool(criteria or misconceptions)
