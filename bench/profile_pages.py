@@ -1,6 +1,6 @@
 """Where a signed-in page's CPU goes, request by request, inside one Django process.
 
-    python bench/profile_pages.py [--requests 200] [--top 0] [--sort tottime|cumulative] [--miss]
+    python bench/profile_pages.py [--requests 200] [--top 0] [--sort tottime|cumulative] [--miss] [--page TEXT]
 
 It builds a throwaway site (fresh PREFILL_VAR_DIR: migrate, sync_content, collectstatic; a cache
 key prefix of its own in Redis), signs a learner in, and in one child process (DEBUG off, the
@@ -10,7 +10,9 @@ prints the process CPU milliseconds per request and, from cProfile, the split: t
 session load, auth user load (which includes the session), templates, ORM queries, the view
 (which includes those four when it runs: the session and user load lazily), and the rest of the
 handler (middleware, URL resolving, request and response objects, a kept page's lookup).
-The anonymous lesson page goes through the same handler for comparison.
+The anonymous lesson page goes through the same handler for comparison, and so does the htmx POST
+of a free-text answer (queued for grading on a queue of the run's own that nothing consumes), a
+write that renders the answer panel every time.
 cProfile's own overhead inflates the split; the "CPU ms/req" column is taken in a second pass
 without it. ``--top N`` also prints the N functions with the most own time per page. A reload
 of a signed-in page is served from the learner's kept copy (core.page_cache) where there is one;
@@ -36,6 +38,9 @@ PAGES = {
     "lab, signed in": ("/labs/ttft-vs-output-length/", True),
     "review queue": ("/practice/review/", True),
     "Me page": ("/accounts/me/", True),
+    # The htmx answer POST (a free-text answer, queued for the grading worker): every one is a write
+    # and renders the answer panel; the queue is this run's own, never consumed, removed at the end.
+    "answer submit (htmx)": ("/practice/q/prefill-decode-ttft/", "answer"),
     "lesson, anonymous": ("/learn/lessons/roofline-speed-of-light/", False),
 }
 
@@ -69,31 +74,38 @@ user = get_user_model().objects.create_user(username="profile-learner", password
 signed_in = Client(HTTP_HOST="127.0.0.1")
 signed_in.force_login(user, backend="django.contrib.auth.backends.ModelBackend")
 # A learner with some history: a viewed lesson, an answer, so per-learner parts are not empty.
-signed_in.get(pages["lesson, signed in"][0])
+signed_in.get("/learn/lessons/roofline-speed-of-light/")
 anonymous = Client(HTTP_HOST="127.0.0.1")
 views = {"lesson_detail", "question_detail", "lab_detail", "review", "me", "serve"}
+ANSWER = {"answer": "Prefill reads the whole prompt in one compute-bound pass, which sets TTFT; decode then "
+          "writes one token per step and is bound by reading the weights and KV cache from memory."}
+
+def send(browser, path, kind):
+    if kind == "answer":
+        return browser.post(path, ANSWER, HTTP_HX_REQUEST="true")
+    return browser.get(path)
 
 def cpu():
     t = os.times()
     return t.user + t.system
 
-for label, (path, is_signed_in) in pages.items():
-    browser = signed_in if is_signed_in else anonymous
+for label, (path, kind) in pages.items():
+    browser = signed_in if kind else anonymous
     for _ in range(20):
-        response = browser.get(path)
+        response = send(browser, path, kind)
         assert response.status_code == 200, (path, response.status_code)
     started = cpu()
     for _ in range(count):
         if miss:
             renew_learner_state(user_ids=[user.pk])
-        browser.get(path)
+        send(browser, path, kind)
     cpu_ms = 1000 * (cpu() - started) / count
     profile = cProfile.Profile()
     profile.enable()
     for _ in range(count):
         if miss:
             renew_learner_state(user_ids=[user.pk])
-        browser.get(path)
+        send(browser, path, kind)
     profile.disable()
     stats = pstats.Stats(profile)
     total = handler = 0.0
@@ -128,14 +140,19 @@ def main() -> int:
     parser.add_argument("--sort", default="tottime", choices=("tottime", "cumulative"),
                         help="order of the --top functions: own time (default) or with what they call")
     parser.add_argument("--miss", action="store_true", help="render every signed-in request (no kept page)")
+    parser.add_argument("--page", default="", help="only the pages whose label contains this text (e.g. 'answer')")
     args = parser.parse_args()
     stop_on_sigterm()
-    with bench_site(name="profile") as site:
+    grading_queue = f"grading-profile-{os.getpid()}"
+    own_keys = [grading_queue, f"_kombu.binding.{grading_queue}", f"_kombu.binding_permanent.{grading_queue}"]
+    with bench_site(name="profile", extra_redis_patterns=own_keys) as site:
         print("preparing a throwaway site (migrate, sync_content, collectstatic)…", flush=True)
         site.prepare(collectstatic=True)
         env = {
             **site.env,
-            "PROFILE_PAGES": repr(PAGES),
+            "GRADING_QUEUE": grading_queue,
+            "GRADING_RATE_LIMIT_PER_MINUTE": "100000",
+            "PROFILE_PAGES": repr({label: page for label, page in PAGES.items() if args.page in label}),
             "PROFILE_CATEGORIES": repr(CATEGORIES),
             "PROFILE_REQUESTS": str(args.requests),
             "PROFILE_TOP": str(args.top),

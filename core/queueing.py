@@ -12,12 +12,14 @@ from typing import Any
 from celery import current_app
 
 
-def send(*, task_name: str, kwargs: dict[str, Any], queue: str | None = None) -> None:
-    """Queue ``task_name`` (on ``queue``, else the default), or run it now when tasks are eager."""
+def send(*, task_name: str, kwargs: dict[str, Any], queue: str | None = None) -> bool:
+    """Queue ``task_name`` (on ``queue``, else the default), or run it now when tasks are eager.
+    True when it ran here and now (what it wrote is in the database when this returns)."""
     if current_app.conf.task_always_eager:
         if task_name not in current_app.tasks:
             # Outside a worker nothing has imported the apps' tasks.py yet; a worker does this at start.
             current_app.loader.import_default_modules()
         current_app.tasks[task_name].apply(kwargs=kwargs)
-        return
+        return True
     current_app.send_task(task_name, kwargs=kwargs, queue=queue)
+    return False

@@ -1,9 +1,10 @@
 """Read-side queries for practice, and access to the parsed question bank."""
 
 import copy
+from collections.abc import Sequence
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Count, Max, Q
+from django.db.models import Count, Max, Q, Subquery
 
 from core.shared import shared_part
 from questions.models import Attempt, ModelAnswerReveal, Question, QuestionSet, ReviewCard, Rubric
@@ -123,24 +124,42 @@ def set_siblings(*, question: Question) -> list[Question]:
 
 # What a score line needs (the question page's "Your attempts"): no answer text, no mark sheet.
 _SCORE_LINE_FIELDS = ("id", "user_id", "question_id", "follow_up", "score", "max_score", "grade_status", "created_at")
+# The question page lists this many of the learner's newest answers (each links to its page).
+HISTORY_LINES = 10
+_NEWEST_FIRST = ("-created_at", "-id")
 
 
 def attempts_for(*, user: AbstractBaseUser, question: Question) -> tuple[list[Attempt], dict[str, Attempt]]:
-    """The learner's attempts at a question as its page shows them: every attempt as a score
-    line, newest first, and the newest of the main answer ("") and of each follow-up in full, with
-    its rubric version for the mark sheet. Two queries, and the mark sheets (JSON) of the latest
-    only, however often the learner has answered."""
-    lines = list(
-        Attempt.objects.filter(user=user, question=question).only(*_SCORE_LINE_FIELDS).order_by("-created_at", "-id")
-    )
-    newest: dict[str, int] = {}
-    for attempt in lines:
-        newest.setdefault(attempt.follow_up, attempt.pk)
-    full = Attempt.objects.filter(pk__in=newest.values()).select_related("rubric") if newest else []
-    by_id = {attempt.pk: attempt for attempt in full}
-    for attempt in by_id.values():
+    """The learner's attempts at a question as its page shows them: the newest main answers as
+    score lines (at most HISTORY_LINES), and the newest of the main answer ("") and of each of the
+    question's follow-ups in full, with its rubric version for the mark sheet. Two queries, each
+    reading a bounded number of rows however often the learner has answered."""
+    parts = ["", *(item["slug"] for item in question.spec.get("follow_ups", []))]
+    newest = newest_attempts(user=user, question=question, parts=parts)
+    # A learner who never answered the main question has no score lines to read.
+    return (score_lines(user=user, question=question) if "" in newest else []), newest
+
+
+def newest_attempts(*, user: AbstractBaseUser, question: Question, parts: Sequence[str]) -> dict[str, Attempt]:
+    """The learner's newest attempt at each of `parts` (the main answer is "", a follow-up its
+    slug) in full, with its rubric version: one query, one row per part answered."""
+    if not parts:
+        return {}
+    own = Attempt.objects.filter(user=user, question=question)
+    newest_of_each = Q()
+    for part in parts:
+        newest_of_each |= Q(pk=Subquery(own.filter(follow_up=part).order_by(*_NEWEST_FIRST).values("pk")[:1]))
+    newest = {attempt.follow_up: attempt for attempt in Attempt.objects.filter(newest_of_each).select_related("rubric")}
+    for attempt in newest.values():
         attempt.question = question  # the mark sheet reads its spec: the caller's, not a query each
-    return lines, {follow_up: by_id[pk] for follow_up, pk in newest.items() if pk in by_id}
+    return newest
+
+
+def score_lines(*, user: AbstractBaseUser, question: Question) -> list[Attempt]:
+    """The learner's newest main answers to a question (at most HISTORY_LINES), without answer
+    text or mark sheet: what "Your attempts" lists."""
+    own = Attempt.objects.filter(user=user, question=question, follow_up="")
+    return list(own.only(*_SCORE_LINE_FIELDS).order_by(*_NEWEST_FIRST)[:HISTORY_LINES])
 
 
 def recent_attempts(*, user: AbstractBaseUser, limit: int) -> list[Attempt]:

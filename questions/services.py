@@ -20,7 +20,7 @@ from questions.grading.judge import combine, judge
 from questions.models import Attempt, ModelAnswerReveal, Question, ReviewCard, Rubric
 from questions.review import schedule_review
 from questions.rubrics import RubricUnavailable, gradable_from
-from questions.selectors import current_rubric, follow_up_spec
+from questions.selectors import current_rubric, current_rubric_version, follow_up_spec
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +84,19 @@ def _current_rubric(*, question: Question, follow_up: str) -> Rubric:
     return rubric
 
 
+def _rubric_for_the_worker(*, question: Question, follow_up: str) -> Rubric:
+    """The current rubric version, known to be gradable, without reading its spec: the worker
+    reads it, and parsing it here too was a tenth of an answer's request. A rubric that is
+    missing or not gradable takes the full path, whose error names what is wrong."""
+    version = current_rubric_version(question=question, follow_up=follow_up)
+    gradable = Rubric.objects.filter(question=question, content_hash=version, spec__has_key="concepts")
+    rubric = gradable.defer("spec").first() if version else None
+    if rubric is None:
+        rubric = _current_rubric(question=question, follow_up=follow_up)
+        _gradable(question=question, follow_up=follow_up, rubric=rubric)
+    return rubric
+
+
 def grades_in_worker(*, question: Question, follow_up: str = "") -> bool:
     """Free text (main answers and follow-ups) is marked by the sentence model, 50-300 ms of CPU,
     so it is graded on the grading queue; numeric and multiple-choice answers take microseconds
@@ -96,17 +109,21 @@ def submit_answer(*, user: AbstractBaseUser, question: Question, answer: str, fo
     for free text (the attempt is saved `pending` before anything is queued, so a lost message or
     a dead worker loses nothing: settle_stale_grades marks it later)."""
     text = clean_answer(answer=answer)
-    rubric = _current_rubric(question=question, follow_up=follow_up)
-    gradable = _gradable(question=question, follow_up=follow_up, rubric=rubric)
+    in_worker = grades_in_worker(question=question, follow_up=follow_up)
+    if in_worker:
+        rubric = _rubric_for_the_worker(question=question, follow_up=follow_up)
+    else:
+        rubric = _current_rubric(question=question, follow_up=follow_up)
+        gradable = _gradable(question=question, follow_up=follow_up, rubric=rubric)
     check_rate_limit(user=user)
     fields = {"user": user, "question": question, "follow_up": follow_up, "answer": text, "rubric": rubric,
               "rubric_version": rubric.content_hash}
-    if grades_in_worker(question=question, follow_up=follow_up):
+    if in_worker:
         with transaction.atomic():
             attempt = Attempt.objects.create(
                 **fields, score=0, max_score=0, result={}, grade_status=Attempt.GradeStatus.PENDING
             )
-            transaction.on_commit(lambda: _enqueue_grade(attempt_id=attempt.pk))
+            transaction.on_commit(lambda: _enqueue_grade(attempt=attempt))
         return attempt
     data = grade(question=gradable, answer=text).to_dict()
     with transaction.atomic():
@@ -126,17 +143,25 @@ def _after_grading(*, attempt: Attempt) -> None:
         transaction.on_commit(lambda: _enqueue_judge(attempt_id=attempt.pk))
 
 
-def _enqueue_grade(*, attempt_id: int) -> None:
+def _enqueue_grade(*, attempt: Attempt) -> None:
+    """Hand a stored answer to the grading worker. Where it is marked in this process instead
+    (eager tasks, or the broker unreachable) the caller's copy gets the mark, so the page this
+    request renders shows it."""
     try:
         # Its own queue and worker (settings.GRADING_QUEUE, scripts/services.py), so a mark never
         # waits behind a judge call or a probe on the default queue, and grading's CPU is bounded
         # by that worker's slots.
-        send(task_name=GRADE_ATTEMPT_TASK, kwargs={"attempt_id": attempt_id}, queue=settings.GRADING_QUEUE)
+        kwargs = {"attempt_id": attempt.pk}
+        marked_here = send(task_name=GRADE_ATTEMPT_TASK, kwargs=kwargs, queue=settings.GRADING_QUEUE)
+        graded = Attempt.objects.filter(pk=attempt.pk).first() if marked_here else None
     except Exception:
         # The broker is unreachable: grade here and now rather than leave the learner waiting for
         # the settler (which needs the broker too). This request pays the 50-300 ms, once.
-        logger.warning("Grading queue unreachable; grading attempt %s in the web process", attempt_id, exc_info=True)
-        grade_pending_attempt(attempt_id=attempt_id)
+        logger.warning("Grading queue unreachable; grading attempt %s in the web process", attempt.pk, exc_info=True)
+        graded = grade_pending_attempt(attempt_id=attempt.pk)
+    if graded is not None:
+        attempt.grade_status, attempt.score, attempt.max_score = graded.grade_status, graded.score, graded.max_score
+        attempt.result, attempt.judge_status = graded.result, graded.judge_status
 
 
 def grade_pending_attempt(*, attempt_id: int) -> Attempt | None:

@@ -75,14 +75,27 @@ def _live_question(slug: str) -> Question:
     return page["question"]
 
 
-def _question_context(request: HttpRequest, question: Question, *, form=None, follow_up_forms=None) -> dict:
+def _question_context(
+    request: HttpRequest, question: Question, *, form=None, follow_up_forms=None, answered: Attempt | None = None
+) -> dict:
+    """Everything the question page shows. `answered` is the attempt this request just stored:
+    the answer panel an htmx submit swaps in needs the newest of the other parts only, not the
+    learner's score lines (they are outside the panel)."""
     user = request.user
     # A question no longer live (an old attempt's) has no shared part kept: built on the spot.
     page = _question_page(question.slug) or _shared_parts(question)
-    # Score lines of all the learner's attempts at this question, the newest of each part in full.
-    attempts, latest_by_follow_up = (
-        selectors.attempts_for(user=user, question=question) if user.is_authenticated else ([], {})
-    )
+    parts = ["", *(item["slug"] for item in question.spec.get("follow_ups", []))]
+    if answered is not None:
+        others = [part for part in parts if part != answered.follow_up]
+        attempts = []
+        latest_by_follow_up = {
+            **selectors.newest_attempts(user=user, question=question, parts=others), answered.follow_up: answered
+        }
+    elif user.is_authenticated:
+        # Score lines of the learner's newest answers, the newest of each part in full.
+        attempts, latest_by_follow_up = selectors.attempts_for(user=user, question=question)
+    else:
+        attempts, latest_by_follow_up = [], {}
     latest = latest_by_follow_up.get("")
     follow_ups = []
     for item in question.spec.get("follow_ups", []):
@@ -111,7 +124,7 @@ def _question_context(request: HttpRequest, question: Question, *, form=None, fo
         # With an attempt in hand, only a reveal is left to ask about.
         "show_model_answer": latest is not None or selectors.revealed_model_answer(user=user, question=question),
         "follow_ups": follow_ups,
-        "history": [attempt for attempt in attempts if not attempt.follow_up][:10],
+        "history": attempts,
         "lesson_link": page["lesson_link"],
         "lesson_section": page["lesson_section"],
         "lab": page["lab"],
@@ -141,7 +154,7 @@ def question_detail(request: HttpRequest, question_slug: str) -> HttpResponse:
     status = 200
     if form.is_valid():
         try:
-            services.submit_answer(
+            attempt = services.submit_answer(
                 user=request.user, question=question, answer=str(form.cleaned_data["answer"] or ""), follow_up=follow_up
             )
         except ValidationError as error:
@@ -155,7 +168,7 @@ def question_detail(request: HttpRequest, question_slug: str) -> HttpResponse:
                 return redirect(
                     f"{question.get_absolute_url()}#{'follow-up-' + follow_up if follow_up else 'feedback'}"
                 )
-            context = _question_context(request, question)
+            context = _question_context(request, question, answered=attempt)
             return _render_follow_up(request, context, follow_up) if follow_up else render(request, partial, context)
     else:
         status = 422

@@ -83,6 +83,21 @@ def test_overlong_answer_is_refused_with_the_limit_shown(client, synced, user):
     assert not Attempt.objects.exists()
 
 
+def test_an_answer_to_a_question_whose_rubric_cannot_grade_is_refused_with_the_fix_named(client, synced, user):
+    from questions.models import Rubric
+
+    # A version kept from before rubrics were stored in full: nothing could ever mark the answer.
+    Rubric.objects.filter(follow_up="").update(spec={"type": "free_text", "rubric": [], "misconceptions": []})
+    client.force_login(user)
+    response = client.post("/practice/q/sample-question/", {"answer": STRONG})
+    assert response.status_code == 422
+    assert b"This question cannot be graded yet" in response.content and b"sync_content" in response.content
+    assert not Attempt.objects.exists()
+    # A follow-up whose rubric is whole still takes answers.
+    client.post("/practice/q/sample-question/", {"answer": STRONG, "follow_up": "batching"})
+    assert Attempt.objects.filter(follow_up="batching").count() == 1
+
+
 def test_html_in_an_answer_is_shown_inert(client, synced, user):
     client.force_login(user)
     client.post("/practice/q/sample-question/", {"answer": "<script>alert(1)</script> decode reads the weights"})

@@ -6,8 +6,8 @@ from django.core.management import call_command
 from tests.grading import mark_pending_answers
 
 URL = "/practice/q/sample-question/"
-# user, the learner's attempts at this question as score lines, then either the newest of each
-# part in full (answered) or whether they revealed the model answer (not yet answered).
+# user, the newest of each part (main answer, follow-ups) in full, then either the learner's newest
+# answers as score lines (answered) or whether they revealed the model answer (not yet answered).
 SIGNED_IN_QUESTION_QUERIES = 3
 
 
@@ -38,8 +38,7 @@ def test_a_learner_who_answered_many_times_gets_the_same_few_queries_and_the_new
     from tests.grading import submit_and_mark
 
     question = Question.objects.get(slug="sample-question")
-    for index in range(12):
-        submit_and_mark(user=user, question=question, answer=f"Decode is slow, try {index}.")
+    tries = [submit_and_mark(user=user, question=question, answer=f"Decode is slow, try {n}.") for n in range(12)]
     newest = submit_and_mark(user=user, question=question, answer="Decode is memory-bound: it reads all the weights.")
     submit_and_mark(user=user, question=question, answer="Batching shares the weight read.", follow_up="batching")
     client.get(URL)  # anonymous: builds the part every learner shares
@@ -51,6 +50,11 @@ def test_a_learner_who_answered_many_times_gets_the_same_few_queries_and_the_new
     assert len(full_reads) == 1 and Attempt.objects.filter(user=user).count() == 14
     assert "it reads all the weights" in html and "try 11" not in html.split('id="history-title"')[0]
     assert html.count('href="/practice/attempts/') >= 10 and f'href="{newest.get_absolute_url()}"' in html
+    # "Your attempts" lists the ten newest main answers: the three oldest are not read at all.
+    history = html.split('id="history-title"')[1]
+    assert history.count('href="/practice/attempts/') == 10
+    assert all(f'href="{old.get_absolute_url()}"' not in history for old in tries[:3])
+    assert f'href="{tries[3].get_absolute_url()}"' in history
 
 
 def test_a_changed_question_shows_after_sync_content(client, synced, content, user):
