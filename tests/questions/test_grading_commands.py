@@ -124,8 +124,24 @@ def test_grading_report_text_and_json():
     assert 0.9 <= data["overall_agreement"] <= 1.0
 
 
-def test_grading_report_shows_each_blind_rounds_first_run_next_to_today():
-    text = run("grading_report")
+def _a_few_answers_of_each_round(directory: Path) -> Path:
+    """The evaluation set with each round's record (round.json) whole and one question's answers
+    per round: the report's first-run columns come from the records; grading every round for the
+    "now" columns (about two minutes) is what the commands' own runs and the evaluation tests do."""
+    source = ROOT / "tests" / "questions" / "evaluation_set"
+    for folder in [source, *sorted(path for path in source.iterdir() if path.is_dir())]:
+        target = directory / folder.relative_to(source)
+        target.mkdir(exist_ok=True)
+        if (folder / "round.json").exists():
+            (target / "round.json").write_text((folder / "round.json").read_text())
+        # One question's answers, with a misconception among them so every row has a figure.
+        first = next(path for path in sorted(folder.glob("*.toml")) if 'category = "misconception"' in path.read_text())
+        (target / first.name).write_text(first.read_text())
+    return directory
+
+
+def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path):
+    text = run("grading_report", "--dir", str(_a_few_answers_of_each_round(tmp_path)))
     lines = text.splitlines()
     header = next(line for line in lines if "development now" in line)
     assert header.split() == [
@@ -133,16 +149,18 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today():
         "heldout3", "1st", "run", "heldout3", "now", "heldout4", "1st", "run", "heldout4", "now",
         "heldout5", "1st", "run", "heldout5", "now", "heldout6", "1st", "run", "heldout6", "now",
         "heldout7", "1st", "run", "heldout7", "now", "heldout8", "1st", "run", "heldout8", "now",
+        "heldout9", "1st", "run", "heldout9", "now",
     ]
     rows = {line[:36].strip(): line[36:].split() for line in lines if line[:36].strip()}
     columns = [
         "development", "heldout", "heldout2", "heldout3 1st", "heldout3 now", "heldout4 1st", "heldout4 now",
         "heldout5 1st", "heldout5 now", "heldout6 1st", "heldout6 now", "heldout7 1st", "heldout7 now",
-        "heldout8 1st", "heldout8 now",
+        "heldout8 1st", "heldout8 now", "heldout9 1st", "heldout9 now",
     ]
     misconception = rows["misconception (flagged and <= 50%)"]
     agreement = rows["criterion agreement"]
     kappa = rows["Cohen's kappa (met/not met)"]
+    graded_right = rows["all answers graded right"]
     assert len(misconception) == 2 * len(columns) and len(agreement) == len(kappa) == len(columns)
     # The first runs as recorded in round.json. Round 3: 16 of 42 misconception answers flagged and
     # held to 50%, 80% of criterion decisions agreed, kappa 0.59. Round 4: 25 of 58, 80%, 0.59.
@@ -150,9 +168,11 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today():
     # Round 6 (written before session 5's fitted decision, graded once after it): 36 of 58, 78%, 0.56.
     # Round 7 (written before session 6's re-fit with round 6, graded once after it): 35 of 58, 77%,
     # 0.54, 289 of 348 graded right. Round 8 (written after it, same grader): 34 of 58, 79%, 0.59.
+    # Round 9 (session 7, the same grader again): 35 of 58, 74%, 0.48, 284 of 348.
     third, fourth = columns.index("heldout3 1st"), columns.index("heldout4 1st")
     fifth, sixth = columns.index("heldout5 1st"), columns.index("heldout6 1st")
     seventh, eighth = columns.index("heldout7 1st"), columns.index("heldout8 1st")
+    ninth = columns.index("heldout9 1st")
     assert misconception[2 * third : 2 * third + 2] == ["16/42", "38%"]
     assert misconception[2 * fourth : 2 * fourth + 2] == ["25/58", "43%"]
     assert misconception[2 * fifth : 2 * fifth + 2] == ["27/58", "47%"]
@@ -161,12 +181,17 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today():
     assert (agreement[fifth], kappa[fifth]) == ("78%", "0.57")
     assert misconception[2 * sixth : 2 * sixth + 2] == ["36/58", "62%"]
     assert (agreement[sixth], kappa[sixth]) == ("78%", "0.56")
-    assert rows["all answers graded right"][2 * sixth : 2 * sixth + 2] == ["287/348", "82%"]
+    assert graded_right[2 * sixth : 2 * sixth + 2] == ["287/348", "82%"]
     assert misconception[2 * seventh : 2 * seventh + 2] == ["35/58", "60%"]
     assert (agreement[seventh], kappa[seventh]) == ("77%", "0.54")
-    assert rows["all answers graded right"][2 * seventh : 2 * seventh + 2] == ["289/348", "83%"]
+    assert graded_right[2 * seventh : 2 * seventh + 2] == ["289/348", "83%"]
     assert misconception[2 * eighth : 2 * eighth + 2] == ["34/58", "59%"]
     assert (agreement[eighth], kappa[eighth]) == ("79%", "0.59")
+    assert misconception[2 * ninth : 2 * ninth + 2] == ["35/58", "60%"]
+    assert (agreement[ninth], kappa[ninth]) == ("74%", "0.48")
+    assert graded_right[2 * ninth : 2 * ninth + 2] == ["284/348", "82%"]
+    # Today's columns grade the answers in the folder: one question's six per round here.
+    assert graded_right[2 * (ninth + 1)].endswith("/6")
     assert "heldout3: development; blind, by a writer" in text
     assert "first run 2026-12-01 14:28 UTC at 81dc6a99cc46" in text
     assert "first run 2026-12-01 15:29 UTC at 1d628ea0dfb2" in text
@@ -174,9 +199,10 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today():
     assert "first run 2026-12-01 23:30 UTC at 1ede8173ab50" in text
     assert "first run 2026-12-02 02:33 UTC at 6e5992c0b8c6" in text
     assert "first run 2026-12-02 02:49 UTC at 7184da92aee5" in text
+    assert "first run 2026-12-02 06:30 UTC at 4321dab775f7" in text
     assert "heldout4: development;" in text and "heldout5: development;" in text
     assert "heldout6: development;" in text and "heldout7: held-out;" in text
-    assert "heldout8: held-out;" in text
+    assert "heldout8: held-out;" in text and "heldout9: held-out;" in text
 
 
 LABELLED = """question = "inference-bottleneck"
