@@ -4,7 +4,7 @@ import copy
 from collections.abc import Sequence
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Count, Max, Q, Subquery
+from django.db.models import Count, Max, Q, QuerySet
 
 from core.shared import shared_part
 from questions.models import Attempt, ModelAnswerReveal, Question, QuestionSet, ReviewCard, Rubric
@@ -132,34 +132,56 @@ _NEWEST_FIRST = ("-created_at", "-id")
 def attempts_for(*, user: AbstractBaseUser, question: Question) -> tuple[list[Attempt], dict[str, Attempt]]:
     """The learner's attempts at a question as its page shows them: the newest main answers as
     score lines (at most HISTORY_LINES), and the newest of the main answer ("") and of each of the
-    question's follow-ups in full, with its rubric version for the mark sheet. Two queries, each
-    reading a bounded number of rows however often the learner has answered."""
+    question's follow-ups in full, with its rubric version for the mark sheet. Two queries,
+    each reading a bounded number of rows however often the learner has answered."""
     parts = ["", *(item["slug"] for item in question.spec.get("follow_ups", []))]
-    newest = newest_attempts(user=user, question=question, parts=parts)
-    # A learner who never answered the main question has no score lines to read.
-    return (score_lines(user=user, question=question) if "" in newest else []), newest
+    own = Attempt.objects.filter(user=user, question=question)
+    recent = _recent_lines(own=own)
+    history = [attempt for attempt in recent if not attempt.follow_up][:HISTORY_LINES]
+    if len(history) < HISTORY_LINES and len(recent) == _RECENT_WINDOW:  # many follow-up answers
+        history = list(own.filter(follow_up="").only(*_SCORE_LINE_FIELDS).order_by(*_NEWEST_FIRST)[:HISTORY_LINES])
+    return history, _in_full(ids=_newest_ids(own=own, recent=recent, parts=parts), question=question)
 
 
 def newest_attempts(*, user: AbstractBaseUser, question: Question, parts: Sequence[str]) -> dict[str, Attempt]:
     """The learner's newest attempt at each of `parts` (the main answer is "", a follow-up its
-    slug) in full, with its rubric version: one query, one row per part answered."""
+    slug) in full, with its rubric version; two queries at most, none when `parts` is empty."""
     if not parts:
         return {}
     own = Attempt.objects.filter(user=user, question=question)
-    newest_of_each = Q()
-    for part in parts:
-        newest_of_each |= Q(pk=Subquery(own.filter(follow_up=part).order_by(*_NEWEST_FIRST).values("pk")[:1]))
-    newest = {attempt.follow_up: attempt for attempt in Attempt.objects.filter(newest_of_each).select_related("rubric")}
-    for attempt in newest.values():
+    return _in_full(ids=_newest_ids(own=own, recent=_recent_lines(own=own), parts=parts), question=question)
+
+
+# The newest attempt of each part is looked for among this many of the learner's newest answers
+# to the question (score lines only: a few columns, no answer text or mark sheet).
+_RECENT_WINDOW = 30
+
+
+def _recent_lines(*, own: QuerySet[Attempt]) -> list[Attempt]:
+    return list(own.only(*_SCORE_LINE_FIELDS).order_by(*_NEWEST_FIRST)[:_RECENT_WINDOW])
+
+
+def _newest_ids(*, own: QuerySet[Attempt], recent: list[Attempt], parts: Sequence[str]) -> dict[str, int]:
+    newest: dict[str, int] = {}
+    for attempt in recent:
+        newest.setdefault(attempt.follow_up, attempt.pk)
+    if len(recent) == _RECENT_WINDOW:
+        # A part last answered before the window (a follow-up, then thirty main answers): a query each.
+        for part in (part for part in parts if part not in newest):
+            found = own.filter(follow_up=part).order_by(*_NEWEST_FIRST).values_list("pk", flat=True).first()
+            if found is not None:
+                newest[part] = found
+    return {part: newest[part] for part in parts if part in newest}
+
+
+def _in_full(*, ids: dict[str, int], question: Question) -> dict[str, Attempt]:
+    if not ids:
+        return {}
+    rows = Attempt.objects.filter(pk__in=ids.values()).select_related("rubric")
+    full = {attempt.follow_up: attempt for attempt in rows}
+    for attempt in full.values():
         attempt.question = question  # the mark sheet reads its spec: the caller's, not a query each
-    return newest
-
-
-def score_lines(*, user: AbstractBaseUser, question: Question) -> list[Attempt]:
-    """The learner's newest main answers to a question (at most HISTORY_LINES), without answer
-    text or mark sheet: what "Your attempts" lists."""
-    own = Attempt.objects.filter(user=user, question=question, follow_up="")
-    return list(own.only(*_SCORE_LINE_FIELDS).order_by(*_NEWEST_FIRST)[:HISTORY_LINES])
+    return full
 
 
 def recent_attempts(*, user: AbstractBaseUser, limit: int) -> list[Attempt]:

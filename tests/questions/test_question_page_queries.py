@@ -6,8 +6,8 @@ from django.core.management import call_command
 from tests.grading import mark_pending_answers
 
 URL = "/practice/q/sample-question/"
-# user, the newest of each part (main answer, follow-ups) in full, then either the learner's newest
-# answers as score lines (answered) or whether they revealed the model answer (not yet answered).
+# user, the learner's newest answers to this question as score lines, then either the newest of
+# each part in full (answered) or whether they revealed the model answer (not yet answered).
 SIGNED_IN_QUESTION_QUERIES = 3
 
 
@@ -55,6 +55,29 @@ def test_a_learner_who_answered_many_times_gets_the_same_few_queries_and_the_new
     assert history.count('href="/practice/attempts/') == 10
     assert all(f'href="{old.get_absolute_url()}"' not in history for old in tries[:3])
     assert f'href="{tries[3].get_absolute_url()}"' in history
+
+
+def test_a_follow_up_answered_before_thirty_main_answers_still_shows_its_mark_sheet(
+    client, synced, user, django_assert_max_num_queries
+):
+    from questions.models import Question
+    from tests.grading import submit_and_mark
+
+    question = Question.objects.get(slug="sample-question")
+    early = submit_and_mark(
+        user=user, question=question, answer="Batching shares the weight read.", follow_up="batching"
+    )
+    for n in range(30):
+        submit_and_mark(user=user, question=question, answer=f"Decode reads all the weights, take {n}.")
+    client.force_login(user)
+    client.get(URL)
+    with django_assert_max_num_queries(SIGNED_IN_QUESTION_QUERIES + 1):  # one more, for the old follow-up
+        html = client.get(URL).content.decode()
+    follow_up = html.split('id="follow-up-batching"')[1]
+    assert "Batching shares the weight read." in follow_up and early.get_absolute_url() not in html.split(
+        'id="history-title"'
+    )[1]
+    assert "take 29" in html
 
 
 def test_a_changed_question_shows_after_sync_content(client, synced, content, user):
