@@ -236,10 +236,16 @@ def grade_rubric(
                 ),
             )
         else:
+            near = meaning.near_misses[position] if meaning.near_misses else None
+            closest = None
+            if near is not None and not wrong_sentences & set(range(near.first, near.last + 1)):
+                # Quoted as read, never a sentence that states a misconception.
+                start = analysis.sentences[near.first].sentence.start
+                closest = analysis.text[start:analysis.sentences[near.last].sentence.end]
             results.append(
                 CriterionResult(
                     id=criterion.id, met=False, points=criterion.points, awarded=0,
-                    feedback=criterion.feedback_missed,
+                    feedback=criterion.feedback_missed, closest=closest,
                 ),
             )
     capped = keyword_list_reason(answer) if apply_keyword_cap else None

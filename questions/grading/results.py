@@ -24,6 +24,11 @@ class CriterionResult:
     evidence: str | None = None
     evidence_span: tuple[int, int] | None = None
     decided_by: DecidedBy = "rubric"
+    # A missed point's near miss: the learner's own sentence that came closest to it in meaning,
+    # where the decision model put it near its threshold (semantic.NEAR_MISS_FROM). The mark
+    # sheet quotes it so a learner who made the point in other words can see what was read,
+    # and challenge the mark.
+    closest: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -35,6 +40,7 @@ class CriterionResult:
             "evidence": self.evidence,
             "evidence_span": list(self.evidence_span) if self.evidence_span else None,
             "decided_by": self.decided_by,
+            **({"closest": self.closest} if self.closest else {}),
         }
 
 

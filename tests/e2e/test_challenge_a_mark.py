@@ -48,3 +48,39 @@ def test_a_learner_challenges_a_missed_point_and_reads_the_status(live_site, bro
         assert not page.problems, page.problems
     finally:
         context.close()
+
+
+PLAIN_WORDS = (
+    "The first step reads the whole question at once, so a long question means a long wait before "
+    "anything appears. After that each new word costs about the same, because the machine mostly spends "
+    "its time fetching the model's numbers from memory, and the longer question only adds a little to that."
+)
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_near_miss_quotes_the_learners_sentence_and_leads_to_the_challenge(
+    live_site, browser, course, make_user, width
+):
+    user = make_user("learner", password="prefill-decode-bandwidth-9")
+    attempt = submit_and_mark(user=user, question=Question.objects.get(slug="prefill-decode-ttft"), answer=PLAIN_WORDS)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    context = browser.new_context(viewport={"width": width, "height": 900}, is_mobile=width < 640)
+    page = watched_page(context)
+    try:
+        log_in(page, live_site.url, username="learner")
+        page.goto(f"{live_site.url}/practice/q/prefill-decode-ttft/")
+        near = page.get_by_test_id("near-miss")
+        assert near.count() == 1
+        assert near.inner_text().startswith(
+            "Closest you came: “The first step reads the whole question at once, so a long question means a long "
+            "wait before anything appears.” The marker read this as not making the point"
+        )
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        near.scroll_into_view_if_needed()
+        page.screenshot(path=str(SCREENSHOTS / f"near-miss-{width}.png"), full_page=True)
+        near.get_by_role("link", name="challenge this mark").click()
+        page.wait_for_url(f"{live_site.url}/practice/attempts/{attempt.pk}/#challenge")
+        page.locator("#challenge").get_by_label("Connects TTFT to prefill, which grows with prompt length").check()
+        assert not page.problems, page.problems
+    finally:
+        context.close()

@@ -406,3 +406,43 @@ def test_every_met_criterion_quotes_the_learners_own_words(bank):
     for criterion in met_criteria:
         start, end = criterion.evidence_span
         assert KV_AND_TTFT[start:end] == criterion.evidence
+
+
+def test_a_point_nearly_made_in_plain_words_is_quoted_back_as_the_closest_sentence(bank):
+    # "A long question means a long wait before anything appears" is TTFT-is-prefill in plain
+    # words; the decision model puts it just under its threshold, so the point is missed but
+    # the mark sheet quotes what was read (and offers the challenge).
+    answer = (
+        "The first step reads the whole question at once, so a long question means a long wait before "
+        "anything appears. After that each new word costs about the same, because the machine mostly spends "
+        "its time fetching the model's numbers from memory, and the longer question only adds a little to that."
+    )
+    result = grade(question=bank.question("prefill-decode-ttft"), answer=answer)
+    by_id = {criterion.id: criterion for criterion in result.criteria}
+    assert not by_id["ttft-is-prefill"].met
+    assert by_id["ttft-is-prefill"].closest == (
+        "The first step reads the whole question at once, so a long question means a long wait before "
+        "anything appears."
+    )
+    assert by_id["ttft-is-prefill"].to_dict()["closest"] == by_id["ttft-is-prefill"].closest
+    # Met points quote their evidence instead; a point nothing came near quotes nothing.
+    assert by_id["decode-memory-bound"].met and by_id["decode-memory-bound"].closest is None
+    assert by_id["two-phases"].closest is None and "closest" not in by_id["two-phases"].to_dict()
+
+
+def test_a_sentence_that_states_a_misconception_is_never_quoted_as_a_near_miss(bank):
+    # Round 6's blind GQA misconception (development data now): its sentence about FLOPs is
+    # the nearest unit to the "benefit" point, but it states the belief the grader flags, so
+    # the mark sheet quotes it under the misconception and never as "closest you came".
+    answer = (
+        "GQA and MQA reduce the number of key/value heads, with groups of query heads sharing one K/V head "
+        "(MQA uses a single one). The main payoff is computational: with 8 KV heads instead of 32, the attention "
+        "layer only has to compute a quarter as many score matrices and weighted sums, so attention FLOPs fall "
+        "by 4x, and with MQA by 32x. That is why these models prefill long prompts so much faster; attention's "
+        "quadratic cost is cut by the grouping factor. The cache gets smaller as well, as a side effect. The "
+        "cost is a little quality, since fewer heads compute attention patterns, but for GQA it is minor."
+    )
+    result = grade(question=bank.question("gqa-mqa-kv-cache"), answer=answer)
+    assert [hit.id for hit in result.misconceptions] == ["gqa-saves-flops"]
+    benefit = next(criterion for criterion in result.criteria if criterion.id == "benefit")
+    assert not benefit.met and benefit.closest is None

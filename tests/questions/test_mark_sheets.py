@@ -85,3 +85,31 @@ def test_misconceptions_are_named_in_words_never_by_id(client, repository_conten
     html = client.get(f"/practice/attempts/{attempt.pk}/feedback/", HTTP_HX_REQUEST="true").content.decode()
     assert "Misconception: Prefill memory-bound, decode compute-bound (swapped)." in html
     assert "swapped-bounds" not in html
+
+
+def test_a_point_nearly_made_shows_the_learners_closest_sentence_and_the_way_to_challenge(
+    client, repository_content, user
+):
+    client.force_login(user)
+    answer = (
+        "The first step reads the whole question at once, so a long question means a long wait before "
+        "anything appears. After that each new word costs about the same, because the machine mostly spends "
+        "its time fetching the model's numbers from memory, and the longer question only adds a little to that."
+    )
+    client.post(FREE_TEXT, {"answer": answer})
+    mark_pending_answers()
+    html = client.get(FREE_TEXT).content.decode()
+    near = [row for row in _rows(html) if "Closest you came" in row]
+    assert len(near) == 1, _rows(html)
+    assert near[0].startswith("✗ Missed (0 of 1 pts):")
+    assert (
+        "Closest you came: “The first step reads the whole question at once, so a long question means a long "
+        "wait before anything appears.” The marker read this as not making the point; if it does, challenge "
+        "this mark"
+    ) in near[0]
+    from questions.models import Attempt
+
+    attempt = Attempt.objects.get(user=user)
+    assert f'href="/practice/attempts/{attempt.pk}/#challenge">challenge this mark</a>' in html
+    # Points that were met quote their evidence, and no other row offers a near miss.
+    assert sum("From your answer:" in row for row in _rows(html)) == 2
