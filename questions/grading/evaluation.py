@@ -440,6 +440,19 @@ def figures(report: EvaluationReport) -> dict[str, Any]:
         }
     found, expected = report.misconception_recall
     right = sum(graded_right(o) for o in report.outcomes)
+    # Near misses (a missed point's closest sentence, quoted on the mark sheet): how many were
+    # quoted, how many of those the labels say were made, and how many points were missed that
+    # the labels say were made (each such near miss is one of them).
+    quoted = truly_made = false_misses = 0
+    for outcome in report.outcomes:
+        for criterion in outcome.result.criteria:
+            wanted = outcome.answer.expected.get(criterion.id)
+            if wanted is None or criterion.met:
+                continue
+            false_misses += wanted
+            if criterion.closest:
+                quoted += 1
+                truly_made += wanted
     return {
         "answers": len(report.outcomes),
         "graded_right": right,
@@ -449,6 +462,7 @@ def figures(report: EvaluationReport) -> dict[str, Any]:
         "styles": styles,
         "misconceptions_flagged": [found, expected],
         "unexpected_misconceptions": len(report.unexpected_misconceptions),
+        "near_misses": {"quoted": quoted, "truly_made": truly_made, "false_misses": false_misses},
         "per_criterion": per_criterion,
     }
 
@@ -530,6 +544,12 @@ def render_rounds(columns: list[tuple[str, Mapping[str, Any] | None]]) -> str:
         if what == "misconceptions":
             found, expected = data["misconceptions_flagged"]
             return f"{found}/{expected}".rjust(width)
+        if what in ("near_precision", "near_recall"):
+            near = data.get("near_misses")  # not in first runs recorded before near misses
+            if near is None:
+                return "-".rjust(width)
+            made, out_of = near["truly_made"], near["quoted" if what == "near_precision" else "false_misses"]
+            return f"{made}/{out_of} {made / out_of:.0%}".rjust(width) if out_of else f"{made}/0".rjust(width)
         value = data.get(what)
         if what == "kappa":
             return ("-" if value is None else f"{value:.2f}").rjust(width)
@@ -544,5 +564,11 @@ def render_rounds(columns: list[tuple[str, Mapping[str, Any] | None]]) -> str:
     lines.append(
         "misconceptions flagged".ljust(_LABEL)
         + "".join(cell(d, None, "misconceptions") for _, d in columns),
+    )
+    lines.append(
+        "near misses quoted: points made".ljust(_LABEL) + "".join(cell(d, None, "near_precision") for _, d in columns)
+    )
+    lines.append(
+        "false misses quoted as near misses".ljust(_LABEL) + "".join(cell(d, None, "near_recall") for _, d in columns)
     )
     return "\n".join(lines)

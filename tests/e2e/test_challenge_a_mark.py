@@ -1,6 +1,9 @@
 """A learner whose plain-words answer was under-credited challenges the mark, in a real browser,
 at desktop width and on a phone."""
 
+import contextlib
+from collections.abc import Iterator
+
 import pytest
 
 from questions.models import MarkChallenge, Question
@@ -15,17 +18,29 @@ PARTIAL = (
 )
 
 
-@pytest.mark.parametrize("width", [1280, 390])
-def test_a_learner_challenges_a_missed_point_and_reads_the_status(live_site, browser, course, make_user, width):
+@contextlib.contextmanager
+def _marked_answer_page(*, live_site, browser, make_user, width: int, answer: str) -> Iterator[tuple]:
+    """A learner whose answer to prefill-decode-ttft is marked, signed in on the question's page
+    at this width: (page, attempt). The page must end without console errors or failed requests."""
     user = make_user("learner", password="prefill-decode-bandwidth-9")
-    question = Question.objects.get(slug="prefill-decode-ttft")
-    attempt = submit_and_mark(user=user, question=question, answer=PARTIAL)
+    attempt = submit_and_mark(user=user, question=Question.objects.get(slug="prefill-decode-ttft"), answer=answer)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     context = browser.new_context(viewport={"width": width, "height": 900}, is_mobile=width < 640)
     page = watched_page(context)
     try:
         log_in(page, live_site.url, username="learner")
         page.goto(f"{live_site.url}/practice/q/prefill-decode-ttft/")
+        yield page, attempt
+        assert not page.problems, page.problems
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_learner_challenges_a_missed_point_and_reads_the_status(live_site, browser, course, make_user, width):
+    with _marked_answer_page(
+        live_site=live_site, browser=browser, make_user=make_user, width=width, answer=PARTIAL
+    ) as (page, attempt):
         page.get_by_role("link", name="Challenge this mark").first.click()
         page.wait_for_url(f"{live_site.url}/practice/attempts/{attempt.pk}/#challenge")
         form = page.locator("#challenge")
@@ -45,9 +60,6 @@ def test_a_learner_challenges_a_missed_point_and_reads_the_status(live_site, bro
         assert page.evaluate("document.documentElement.scrollWidth") <= width
         page.screenshot(path=str(SCREENSHOTS / f"challenge-sent-{width}.png"), full_page=True)
         assert MarkChallenge.objects.get(attempt=attempt).criteria == ["decode-memory-bound"]
-        assert not page.problems, page.problems
-    finally:
-        context.close()
 
 
 PLAIN_WORDS = (
@@ -61,14 +73,9 @@ PLAIN_WORDS = (
 def test_a_near_miss_quotes_the_learners_sentence_and_leads_to_the_challenge(
     live_site, browser, course, make_user, width
 ):
-    user = make_user("learner", password="prefill-decode-bandwidth-9")
-    attempt = submit_and_mark(user=user, question=Question.objects.get(slug="prefill-decode-ttft"), answer=PLAIN_WORDS)
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    context = browser.new_context(viewport={"width": width, "height": 900}, is_mobile=width < 640)
-    page = watched_page(context)
-    try:
-        log_in(page, live_site.url, username="learner")
-        page.goto(f"{live_site.url}/practice/q/prefill-decode-ttft/")
+    with _marked_answer_page(
+        live_site=live_site, browser=browser, make_user=make_user, width=width, answer=PLAIN_WORDS
+    ) as (page, attempt):
         near = page.get_by_test_id("near-miss")
         assert near.count() == 1
         assert near.inner_text().startswith(
@@ -81,6 +88,3 @@ def test_a_near_miss_quotes_the_learners_sentence_and_leads_to_the_challenge(
         near.get_by_role("link", name="challenge this mark").click()
         page.wait_for_url(f"{live_site.url}/practice/attempts/{attempt.pk}/#challenge")
         page.locator("#challenge").get_by_label("Connects TTFT to prefill, which grows with prompt length").check()
-        assert not page.problems, page.problems
-    finally:
-        context.close()

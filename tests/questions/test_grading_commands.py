@@ -192,6 +192,9 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert graded_right[2 * ninth : 2 * ninth + 2] == ["284/348", "82%"]
     # Today's columns grade the answers in the folder: one question's six per round here.
     assert graded_right[2 * (ninth + 1)].endswith("/6")
+    # Near misses are counted today; first runs recorded before the mark sheet quoted them show "-".
+    assert rows["near misses quoted: points made"].count("-") == 7
+    assert rows["false misses quoted as near misses"].count("-") == 7
     assert "heldout3: development; blind, by a writer" in text
     assert "first run 2026-12-01 14:28 UTC at 81dc6a99cc46" in text
     assert "first run 2026-12-01 15:29 UTC at 1d628ea0dfb2" in text

@@ -11,6 +11,7 @@ from questions.bank import BankError, load_bank
 from questions.grading.evaluation import (
     CATEGORIES,
     EvaluationReport,
+    LabelledAnswer,
     cohen_kappa,
     discover_rounds,
     evaluate,
@@ -167,3 +168,24 @@ def test_cohens_kappa():
     # 8 of 10 agree, each side says "met" half the time: (0.8 - 0.5) / 0.5.
     pairs = [(True, True)] * 4 + [(False, False)] * 4 + [(True, False), (False, True)]
     assert cohen_kappa(pairs) == pytest.approx(0.6)
+
+
+def test_near_misses_are_counted_against_the_labels(bank):
+    # A plain-words answer (labels by hand): the grader misses three points it makes, and quotes
+    # the closest sentence for one of them (TTFT is prefill); the report counts that near miss as
+    # a point truly made and the three as false misses.
+    answer = LabelledAnswer(
+        id="plain", question="prefill-decode-ttft", follow_up=None, category="paraphrase", split="dev",
+        text=(
+            "The first step reads the whole question at once, so a long question means a long wait before "
+            "anything appears. After that each new word costs about the same, because the machine mostly spends "
+            "its time fetching the model's numbers from memory, and the longer question only adds a little to that."
+        ),
+        expected={
+            "two-phases": True, "prefill-compute-bound": False, "ttft-is-prefill": True,
+            "decode-memory-bound": True, "kv-small-effect": True,
+        },
+        misconceptions=(), path=ROOT, line=1,
+    )
+    data = figures(evaluate(answers=[answer], bank=bank))
+    assert data["near_misses"] == {"quoted": 1, "truly_made": 1, "false_misses": 3}
