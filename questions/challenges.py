@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from core.learner_state import renew_learner_state
 from questions.models import Attempt, MarkChallenge
+from questions.selectors import current_rubric_version
 
 MAX_NOTE_CHARS = 1000
 
@@ -101,3 +102,41 @@ def settle_challenges(*, challenges: Sequence[MarkChallenge], upheld: bool, staf
             user_ids=list(Attempt.objects.filter(challenge__pk__in=ids).values_list("user_id", flat=True).distinct())
         )
     return settled
+
+
+def upheld_as_labelled_answers() -> tuple[dict[str, list[dict]], int]:
+    """Every upheld challenge as a labelled answer for the evaluation set, by question slug:
+    {"id", "follow_up", "text", "expected", "misconceptions"}. A point is labelled made when the
+    grader credited it or staff upheld the learner's claim to it; a flagged misconception stays
+    labelled unless the learner disputed it. Only answers marked with the rubric version their
+    question grades with today are exported (an older version's labels may not fit today's
+    criteria); the second value counts those left out. No name or account goes with the text."""
+    by_question: dict[str, list[dict]] = {}
+    skipped = 0
+    upheld = (
+        MarkChallenge.objects.filter(status=MarkChallenge.Status.UPHELD)
+        .select_related("attempt", "attempt__question")
+        .order_by("attempt_id")
+    )
+    for challenge in upheld:
+        attempt = challenge.attempt
+        if attempt.rubric_version != current_rubric_version(question=attempt.question, follow_up=attempt.follow_up):
+            skipped += 1
+            continue
+        claimed = set(challenge.criteria)
+        disputed = set(challenge.misconceptions)
+        by_question.setdefault(attempt.question.slug, []).append(
+            {
+                "id": f"challenge-{attempt.pk}",
+                "follow_up": attempt.follow_up,
+                "text": attempt.answer,
+                "expected": {
+                    item["id"]: bool(item.get("met")) or item["id"] in claimed
+                    for item in attempt.result.get("criteria", [])
+                },
+                "misconceptions": [
+                    item["id"] for item in attempt.result.get("misconceptions", []) if item.get("id") not in disputed
+                ],
+            }
+        )
+    return by_question, skipped

@@ -29,7 +29,13 @@ from typing import Any
 from questions.bank import Bank, BankError, FollowUp, Question
 from questions.grading import GradeResult, grade
 
-CATEGORIES = ("strong", "partial", "wrong", "misconception", "keyword_list", "paraphrase")
+# The six styles a blind round is written in.
+STYLES = ("strong", "partial", "wrong", "misconception", "keyword_list", "paraphrase")
+# A learner's own answer whose mark they challenged and staff upheld (questions.challenges,
+# `manage.py export_challenges`): labelled with what the grader credited plus the points staff
+# agreed it missed, and the flagged misconceptions staff agreed it does not state.
+CHALLENGE = "challenge"
+CATEGORIES = (*STYLES, CHALLENGE)
 SPLITS = ("dev", "heldout")
 
 # The score bounds the issue sets for each kind of answer (fraction of max score).
@@ -365,8 +371,9 @@ STYLE_RULES = {
     "misconception": "flagged and <= 50%",
     "keyword_list": "scores <= 35%",
     "wrong": "scores <= 35%",
+    CHALLENGE: "every decision as upheld",
 }
-STYLE_ORDER = ("strong", "paraphrase", "partial", "misconception", "keyword_list", "wrong")
+STYLE_ORDER = ("strong", "paraphrase", "partial", "misconception", "keyword_list", "wrong", CHALLENGE)
 _SLACK = 1e-9
 _LABEL = 36
 
@@ -384,6 +391,13 @@ def graded_right(outcome: AnswerOutcome) -> bool:
     if category == "misconception":
         flagged = not outcome.missed_misconceptions and bool(outcome.result.misconceptions)
         return flagged and fraction <= 0.50 + _SLACK
+    if category == CHALLENGE:
+        # No score band: right when every point and every flag is as staff upheld it.
+        return (
+            all(outcome.agreement.values())
+            and not outcome.missed_misconceptions
+            and not outcome.unexpected_misconceptions
+        )
     return fraction <= 0.35 + _SLACK
 
 

@@ -196,3 +196,54 @@ def test_the_data_export_carries_the_challenge(client, marked, user):
     exported = practice_export(user=user)["attempts"][0]["challenge"]
     assert exported["criteria"] == ["decode-memory-bound"] and exported["status"] == "open"
     assert exported["note"] == "said it"
+
+
+def test_upheld_challenges_become_labelled_answers_that_the_grading_report_measures(
+    repository_content, user, make_user, tmp_path
+):
+    import io
+    import tomllib
+
+    from questions.challenges import challenge_mark
+
+    question = Question.objects.get(slug="prefill-decode-ttft")
+    upheld = submit_and_mark(user=user, question=question, answer=PARTIAL)
+    missed = [c for c in upheld.result["criteria"] if not c["met"]]
+    position = {c["id"]: n for n, c in enumerate(upheld.result["criteria"])}
+    claimed = missed[0]["id"]
+    challenge_mark(user=user, attempt=upheld, criteria=[position[claimed]], misconceptions=[], note="")
+    settle_challenges(challenges=list(MarkChallenge.objects.all()), upheld=True)
+    # A rejected challenge, and one still open, are not labels.
+    other = make_user("grace")
+    for upheld_it in (False, None):
+        attempt = submit_and_mark(user=other, question=question, answer=SWAPPED)
+        challenge = challenge_mark(user=other, attempt=attempt, criteria=[], misconceptions=[0], note="")
+        if upheld_it is False:
+            settle_challenges(challenges=[challenge], upheld=False)
+    # One marked against a rubric version the question no longer grades with is left out.
+    stale = submit_and_mark(user=other, question=question, answer=PARTIAL)
+    challenge_mark(user=other, attempt=stale, criteria=[position[claimed]], misconceptions=[], note="")
+    settle_challenges(challenges=[MarkChallenge.objects.get(attempt=stale)], upheld=True)
+    Attempt.objects.filter(pk=stale.pk).update(rubric_version="an-older-version")
+
+    folder = tmp_path / "challenges"
+    out = io.StringIO()
+    call_command("export_challenges", "--dir", str(folder), stdout=out)
+    assert out.getvalue().strip() == (
+        f"Wrote 1 upheld challenge to {folder}; left out 1 marked with an older rubric version"
+    )
+    data = tomllib.loads((folder / "prefill-decode-ttft.toml").read_text())
+    [answer] = data["answers"]
+    assert answer["id"] == f"challenge-{upheld.pk}" and answer["category"] == "challenge"
+    assert answer["text"] == PARTIAL and "misconceptions" not in answer
+    assert answer["expected"] == {c["id"]: c["met"] or c["id"] == claimed for c in upheld.result["criteria"]}
+    assert "learner" not in (folder / "prefill-decode-ttft.toml").read_text()  # no account goes with it
+
+    # The report grades the round like any other: the grader still misses the upheld point.
+    report = io.StringIO()
+    call_command("grading_report", "--dir", str(tmp_path), "--round", "challenges", stdout=report)
+    rows = {line[:36].strip(): line[36:].split() for line in report.getvalue().splitlines() if line[:36].strip()}
+    assert rows["challenge (every decision as upheld)"][-2:] == ["0/1", "0%"]
+    # Exporting again replaces the answer by id: still one.
+    call_command("export_challenges", "--dir", str(folder), stdout=io.StringIO())
+    assert len(tomllib.loads((folder / "prefill-decode-ttft.toml").read_text())["answers"]) == 1

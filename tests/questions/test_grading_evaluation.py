@@ -9,7 +9,7 @@ import pytest
 
 from questions.bank import BankError, load_bank
 from questions.grading.evaluation import (
-    CATEGORIES,
+    STYLES,
     EvaluationReport,
     LabelledAnswer,
     cohen_kappa,
@@ -56,7 +56,7 @@ def test_every_seed_question_has_six_kinds_of_labelled_answer(report):
     for slug in SEED_SLUGS:
         kinds = Counter(o.answer.category for o in report.outcomes if o.answer.question == slug)
         assert sum(kinds.values()) >= 6, slug
-        assert set(kinds) == set(CATEGORIES), (slug, kinds)
+        assert set(kinds) == set(STYLES), (slug, kinds)
 
 
 def test_the_held_out_answers_are_there(report):
@@ -109,7 +109,7 @@ def test_report_lists_no_problems_and_serialises(report):
     assert report.problems == []
     data = report.to_dict()
     assert data["answers"] == len(report.outcomes)
-    assert set(data["per_category"]) == set(CATEGORIES)
+    assert set(data["per_category"]) == set(STYLES)
     assert data["misconceptions"]["flagged"] == data["misconceptions"]["expected"]
 
 
@@ -132,7 +132,7 @@ def test_round_three_covers_every_free_text_question_in_six_styles(bank, round3)
     assert all(bank.question(slug).type == "free_text" for slug in covered)
     for slug in covered:
         kinds = Counter(a.category for a in answers if a.question == slug)
-        assert set(kinds) == set(CATEGORIES), slug
+        assert set(kinds) == set(STYLES), slug
 
 
 def test_round_three_keeps_its_first_run_record(round3):
