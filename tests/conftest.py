@@ -23,7 +23,8 @@ DATABASE_FIXTURES = {"db", "transactional_db", "django_db_setup", "live_server"}
 
 def pytest_collection_modifyitems(config, items):
     """`PREFILL_TEST_SCOPE=database` (CI's PostgreSQL pass) keeps only the tests that can reach
-    the database, less the layout checks: the others already ran, identically, in the SQLite pass."""
+    the database, less the layout checks and vLLM's lab figures: the others already ran,
+    identically, in the SQLite pass."""
     if os.environ.get("PREFILL_TEST_SCOPE") != "database":
         return
     def runs_on_postgresql(item) -> bool:
@@ -31,6 +32,10 @@ def pytest_collection_modifyitems(config, items):
         # tests already check on PostgreSQL; the browser draws them the same whichever database
         # filled them, and they are the slowest tests, so they run once, in the SQLite pass.
         if item.get_closest_marker("layout"):
+            return False
+        # Likewise the lessons the labs show on CPU vLLM (~5 minutes on a slow machine): the lab
+        # path through the database runs on PostgreSQL with the local engine and the scripted one.
+        if item.get_closest_marker("engine_figures"):
             return False
         return bool(item.get_closest_marker("django_db") or DATABASE_FIXTURES & set(item.fixturenames))
 

@@ -138,6 +138,7 @@ def runlab(capsys, lab: str, target, user, *params: str) -> dict:
     return run_local_lab(capsys, lab, target, user, *params, timeout_s=400)
 
 
+@pytest.mark.engine_figures
 def test_labs_show_their_lessons_on_vllm(vllm_target, user, capsys):
     # Lab 1: TTFT stays put while total time grows with output (length forced).
     steps = runlab(capsys, "ttft-vs-output-length", vllm_target, user, "max_tokens=8,64", "prompt_tokens=64",
