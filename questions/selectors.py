@@ -129,12 +129,17 @@ HISTORY_LINES = 10
 _NEWEST_FIRST = ("-created_at", "-id")
 
 
+def question_parts(*, question: Question) -> list[str]:
+    """What a learner can answer on a question's page: the main question ("") and each follow-up."""
+    return ["", *(item["slug"] for item in question.spec.get("follow_ups", []))]
+
+
 def attempts_for(*, user: AbstractBaseUser, question: Question) -> tuple[list[Attempt], dict[str, Attempt]]:
     """The learner's attempts at a question as its page shows them: the newest main answers as
     score lines (at most HISTORY_LINES), and the newest of the main answer ("") and of each of the
     question's follow-ups in full, with its rubric version for the mark sheet. Two queries,
     each reading a bounded number of rows however often the learner has answered."""
-    parts = ["", *(item["slug"] for item in question.spec.get("follow_ups", []))]
+    parts = question_parts(question=question)
     own = Attempt.objects.filter(user=user, question=question)
     recent = _recent_lines(own=own)
     history = [attempt for attempt in recent if not attempt.follow_up][:HISTORY_LINES]

@@ -84,9 +84,8 @@ def _question_context(
     user = request.user
     # A question no longer live (an old attempt's) has no shared part kept: built on the spot.
     page = _question_page(question.slug) or _shared_parts(question)
-    parts = ["", *(item["slug"] for item in question.spec.get("follow_ups", []))]
     if answered is not None:
-        others = [part for part in parts if part != answered.follow_up]
+        others = [part for part in selectors.question_parts(question=question) if part != answered.follow_up]
         attempts = []
         latest_by_follow_up = {
             **selectors.newest_attempts(user=user, question=question, parts=others), answered.follow_up: answered
