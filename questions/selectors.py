@@ -93,26 +93,26 @@ def check_questions(*, slugs: list[str]) -> list[Question]:
 
 
 def latest_main_attempts(*, user: AbstractBaseUser, question_ids: list[int]) -> dict[int, Attempt]:
-    """The learner's newest main-answer attempt at each of the questions (one query)."""
-    latest: dict[int, Attempt] = {}
+    """The learner's newest main-answer attempt at each of the questions (a lesson's checks): one
+    query reading at most _RECENT_WINDOW rows however often the learner answered, and one more for
+    each question last answered before them."""
     if not question_ids:
-        return latest
-    attempts = Attempt.objects.filter(user=user, follow_up="", question_id__in=question_ids).order_by("-created_at")
-    for attempt in attempts.only("id", "question_id", "answer", "score", "max_score", "grade_status", "created_at"):
-        latest.setdefault(attempt.question_id, attempt)
-    return latest
-
-
-def lesson_checks(*, user: AbstractBaseUser | AnonymousUser, slugs: list[str]) -> list[dict]:
-    """A lesson's in-place checks: each live question in the given order with the learner's latest
-    main-answer attempt (None before they answer, and always None for an anonymous visitor)."""
-    found = {q.slug: q for q in Question.objects.live().filter(slug__in=slugs)}
-    questions = [found[slug] for slug in slugs if slug in found]
+        return {}
+    own = (
+        Attempt.objects.filter(user=user, follow_up="", question_id__in=question_ids)
+        .only("id", "question_id", "answer", "score", "max_score", "grade_status", "created_at")
+        .order_by(*_NEWEST_FIRST)
+    )
+    recent = list(own[:_RECENT_WINDOW])
     latest: dict[int, Attempt] = {}
-    if user.is_authenticated and questions:
-        for attempt in Attempt.objects.filter(user=user, follow_up="", question__in=questions).order_by("-created_at"):
-            latest.setdefault(attempt.question_id, attempt)
-    return [{"question": question, "latest": latest.get(question.pk)} for question in questions]
+    for attempt in recent:
+        latest.setdefault(attempt.question_id, attempt)
+    if len(recent) == _RECENT_WINDOW:
+        for question_id in (pk for pk in question_ids if pk not in latest):
+            found = own.filter(question_id=question_id).first()
+            if found is not None:
+                latest[question_id] = found
+    return latest
 
 
 def set_siblings(*, question: Question) -> list[Question]:

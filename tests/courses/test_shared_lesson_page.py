@@ -89,6 +89,33 @@ def test_a_lesson_with_checks_counts_answers_in_a_bounded_number_of_queries(
     assert "Your last answer scored" in html
 
 
+def test_a_check_answered_before_thirty_answers_to_another_still_shows_its_last_answer(
+    client, db, user, django_assert_max_num_queries
+):
+    from questions.models import Question
+    from tests.grading import submit_and_mark
+
+    call_command("sync_content")
+    url = "/learn/lessons/moe-and-expert-parallelism/"
+    choice, numeric = Question.objects.get(slug="moe-memory-check"), Question.objects.get(
+        slug="moe-experts-touched-batch"
+    )
+    submit_and_mark(user=user, question=choice, answer="0")
+    for n in range(31):
+        submit_and_mark(user=user, question=numeric, answer=str(100 + n))
+    client.force_login(user)
+    client.get(url)
+    with django_assert_max_num_queries(SIGNED_IN_LESSON_QUERIES + 1) as queries:  # one more, for the old check
+        html = client.get(url).content.decode()
+    # However often the learner answered, the page reads a bounded window of their answers.
+    attempt_reads = [q["sql"] for q in queries.captured_queries if 'FROM "questions_attempt"' in q["sql"]]
+    assert attempt_reads and all("LIMIT" in sql for sql in attempt_reads)
+    assert "Checks answered in this lesson: 2 of 2" in html
+    numeric_check = html.split('id="check-moe-experts-touched-batch"')[1]
+    assert ">130</textarea>" in numeric_check.split("</form>")[0]  # the newest of the 31
+    assert "Your last answer scored" in html.split('id="check-moe-memory-check"')[1].split("</section>")[0]
+
+
 def test_a_retired_or_unknown_lesson_is_not_found(client, synced, user):
     client.force_login(user)
     assert client.get("/learn/lessons/no-such-lesson/").status_code == 404
