@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -268,11 +269,46 @@ def _delete_own_keys(*, redis_url: str, patterns: Sequence[str]) -> int:
 
 
 @contextlib.contextmanager
-def bench_site(*, name: str, keep: bool = False, extra_redis_patterns: Sequence[str] = ()) -> Iterator[BenchSite]:
+def _throwaway_postgres(*, server_url: str, name: str) -> Iterator[str]:
+    """A database of the benchmark's own on the PostgreSQL server at ``server_url`` (any database
+    the user may connect to there, e.g. postgres://postgres@127.0.0.1:5432/postgres), created
+    here and dropped on the way out; yields its URL."""
+    import psycopg
+    from psycopg import sql
+
+    parts = urlsplit(server_url)
+    database = f"prefill_bench_{name}_{secrets.token_hex(4)}"
+    with psycopg.connect(server_url, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
+    try:
+        yield urlunsplit(parts._replace(path=f"/{database}"))
+    finally:
+        with psycopg.connect(server_url, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(database)))
+
+
+@contextlib.contextmanager
+def bench_site(
+    *, name: str, keep: bool = False, extra_redis_patterns: Sequence[str] = (), postgres: str | None = None
+) -> Iterator[BenchSite]:
     """A fresh state directory and cache prefix; on exit: children stopped, keys and files removed.
 
     ``extra_redis_patterns`` name further keys the benchmark created (a Celery queue of its own).
+    ``postgres``: the URL of a PostgreSQL server to hold the site's database (one of its own,
+    dropped at the end), as a cohort's deployment does; by default a throwaway SQLite file, as
+    `make run` does.
     """
+    with contextlib.ExitStack() as stack:
+        database_url = stack.enter_context(_throwaway_postgres(server_url=postgres, name=name)) if postgres else None
+        yield stack.enter_context(
+            _site(name=name, keep=keep, extra_redis_patterns=extra_redis_patterns, database_url=database_url)
+        )
+
+
+@contextlib.contextmanager
+def _site(
+    *, name: str, keep: bool, extra_redis_patterns: Sequence[str], database_url: str | None
+) -> Iterator[BenchSite]:
     token = secrets.token_hex(4)
     var_dir = Path(tempfile.mkdtemp(prefix=f"prefill-bench-{name}-"))
     cache_prefix = f"bench-{name}-{token}"
@@ -280,8 +316,9 @@ def bench_site(*, name: str, keep: bool = False, extra_redis_patterns: Sequence[
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "config.settings",
         "PREFILL_VAR_DIR": str(var_dir),
-        # The throwaway SQLite file, whatever database the caller's environment points at.
-        "DATABASE_URL": f"sqlite:///{var_dir / 'bench.sqlite3'}",
+        # The throwaway SQLite file (or PostgreSQL database), whatever database the caller's
+        # environment points at.
+        "DATABASE_URL": database_url or f"sqlite:///{var_dir / 'bench.sqlite3'}",
         "REDIS_URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
         "CACHE_KEY_PREFIX": cache_prefix,
         "DEBUG": "false",

@@ -2,10 +2,12 @@
 site at once and lab runs queue on one target, against a small baseline so the growth shows.
 
     python bench/load.py [--learners 100] [--baseline 10] [--seconds 60] [--runs 20] [--seed 1]
-                         [--drain-seconds 60] [--json]
+                         [--drain-seconds 60] [--json] [--postgres URL]
 
 It builds a throwaway site (fresh PREFILL_VAR_DIR: migrate, sync_content, collectstatic; a cache
-key prefix of its own in Redis), serves it with gunicorn the way `make run` does (gthread, 2
+key prefix of its own in Redis; its database a SQLite file, as `make run` has, or with
+``--postgres`` a database of its own on that PostgreSQL server, created and dropped by the run, as
+a cohort's compose deployment has), serves it with gunicorn the way `make run` does (gthread, 2
 workers x 4 threads, DEBUG=false), starts the scripted engine (TTFT 30 ms, then one token every
 10 ms), registers it with `manage.py target add` and `target probe` as an operator would, and
 starts one real Celery worker on that target's queue with concurrency 1, and one on the grading
@@ -858,6 +860,12 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1, help="seed of the learners' choices (default 1)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the state directory and the children's logs")
+    parser.add_argument(
+        "--postgres",
+        metavar="URL",
+        help="serve from a database of the run's own on this PostgreSQL server, as a cohort's deployment does "
+        "(e.g. postgres://postgres@127.0.0.1:5432/postgres; created and dropped here); default: SQLite, as make run",
+    )
     args = parser.parse_args()
     if min(args.learners, args.baseline) < 1 or args.runs < 0 or args.seconds <= 0 or args.drain_seconds < 0:
         parser.error("--learners and --baseline must be at least 1, --runs at least 0, --seconds above 0")
@@ -880,7 +888,7 @@ def main() -> int:
         for queue in (args.queue, args.grading_queue)
         for key in (queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
     ]
-    with bench_site(name="load", keep=args.keep, extra_redis_patterns=own_keys) as site:
+    with bench_site(name="load", keep=args.keep, extra_redis_patterns=own_keys, postgres=args.postgres) as site:
         site.env["GRADING_QUEUE"] = args.grading_queue  # gunicorn sends there, its worker takes from there
         report = measure(args=args, site=site, log=log)
     if args.json:

@@ -1,9 +1,11 @@
 """Where a signed-in page's CPU goes, request by request, inside one Django process.
 
     python bench/profile_pages.py [--requests 200] [--top 0] [--sort tottime|cumulative] [--miss] [--page TEXT]
+                                  [--postgres URL]
 
 It builds a throwaway site (fresh PREFILL_VAR_DIR: migrate, sync_content, collectstatic; a cache
-key prefix of its own in Redis), signs a learner in, and in one child process (DEBUG off, the
+key prefix of its own in Redis; SQLite, or with ``--postgres`` a database of its own on that
+server), signs a learner in, and in one child process (DEBUG off, the
 production middleware, sessions from Redis) sends each page ``--requests`` times through Django's
 handler (the test client) with the learner's session cookie, after a warm-up. For each page it
 prints the process CPU milliseconds per request and, from cProfile, the split: the whole handler,
@@ -33,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._server import PYTHON, ROOT, bench_site, run_benchmark, stop_on_sigterm
 
 PAGES = {
+    "home, signed in": ("/", True),
     "lesson, signed in": ("/learn/lessons/roofline-speed-of-light/", True),
     "question, signed in": ("/practice/q/prefill-decode-ttft/", True),
     "lab, signed in": ("/labs/ttft-vs-output-length/", True),
@@ -141,11 +144,14 @@ def main() -> int:
                         help="order of the --top functions: own time (default) or with what they call")
     parser.add_argument("--miss", action="store_true", help="render every signed-in request (no kept page)")
     parser.add_argument("--page", default="", help="only the pages whose label contains this text (e.g. 'answer')")
+    parser.add_argument(
+        "--postgres", metavar="URL", help="a database of the run's own on this PostgreSQL server (default: SQLite)"
+    )
     args = parser.parse_args()
     stop_on_sigterm()
     grading_queue = f"grading-profile-{os.getpid()}"
     own_keys = [grading_queue, f"_kombu.binding.{grading_queue}", f"_kombu.binding_permanent.{grading_queue}"]
-    with bench_site(name="profile", extra_redis_patterns=own_keys) as site:
+    with bench_site(name="profile", extra_redis_patterns=own_keys, postgres=args.postgres) as site:
         print("preparing a throwaway site (migrate, sync_content, collectstatic)…", flush=True)
         site.prepare(collectstatic=True)
         env = {
