@@ -4,6 +4,10 @@ from courses import selectors as course_selectors
 from labs import selectors as lab_selectors
 from questions import selectors as question_selectors
 
+# What the Me page lists of each (its newest first).
+RECENT_ANSWERS = 8
+RECENT_RUNS = 10
+
 
 def learner_activity(*, user: AbstractBaseUser) -> dict:
     """Everything the Me page shows: the learner's own rows only, each read through its app's selectors."""
@@ -11,10 +15,10 @@ def learner_activity(*, user: AbstractBaseUser) -> dict:
         "completed_lessons": course_selectors.completed_lessons(user=user),
         "modules": course_selectors.course_outline(user=user)["modules"],
         "set_progress": question_selectors.set_progress(user=user),
-        "recent_attempts": question_selectors.recent_attempts(user=user, limit=20),
+        "recent_attempts": question_selectors.recent_attempts(user=user, limit=RECENT_ANSWERS),
         "attempt_count": question_selectors.attempt_count(user=user),
         "reviews_due": question_selectors.reviews_due_count(user=user),
-        "lab_runs": lab_selectors.runs_of(user=user)[:10],
+        "lab_runs": lab_selectors.recent_runs(user=user, limit=RECENT_RUNS),
     }
 
 

@@ -45,6 +45,14 @@ def runs_of(*, user: AbstractBaseUser, lab: Lab | None = None):
     return runs.order_by("-created_at")
 
 
+def recent_runs(*, user: AbstractBaseUser, limit: int) -> list[LabRun]:
+    """The learner's newest runs as the Me page lists them: lab title, engine name, status and
+    summary; not the lab's spec, the parameters or the progress."""
+    return list(
+        runs_of(user=user).only("id", "status", "created_at", "summary", "lab__title", "target__name")[:limit]
+    )
+
+
 def own_run(*, user: AbstractBaseUser, run_id: int) -> LabRun | None:
     """A learner's own run, or None. Staff may open any run."""
     runs = LabRun.objects.select_related("lab", "target", "user")

@@ -190,10 +190,13 @@ def _in_full(*, ids: dict[str, int], question: Question) -> dict[str, Attempt]:
 
 
 def recent_attempts(*, user: AbstractBaseUser, limit: int) -> list[Attempt]:
+    """The learner's newest answers as the Me page lists them: a score line and the question's
+    prompt each; no answer text, mark sheet or question spec is read."""
     return list(
-        Attempt.objects.filter(user=user).select_related("question", "question__question_set").order_by("-created_at")[
-            :limit
-        ]
+        Attempt.objects.filter(user=user)
+        .select_related("question")
+        .only(*_SCORE_LINE_FIELDS, "question", "question__prompt")
+        .order_by(*_NEWEST_FIRST)[:limit]
     )
 
 
@@ -373,7 +376,14 @@ def set_progress(*, user: AbstractBaseUser) -> list[dict]:
     newest: dict[int, int] = {}
     for attempt_id, question_id in graded.order_by("-created_at", "-id").values_list("id", "question_id"):
         newest.setdefault(question_id, attempt_id)
-    full = Attempt.objects.filter(pk__in=newest.values()).select_related("question", "rubric") if newest else []
+    # The question's spec is read only for an answer older than stored rubric versions.
+    full = (
+        Attempt.objects.filter(pk__in=newest.values())
+        .select_related("question", "rubric")
+        .defer("answer", "question__spec")
+        if newest
+        else []
+    )
     latest = {attempt.question_id: attempt for attempt in full}
     by_set: dict[int, list[Attempt]] = {}
     for attempt in latest.values():

@@ -75,3 +75,42 @@ def test_the_review_count_matches_the_queue_at_the_boundary(client, history):
     assert "minutes ago" not in queue and ("later today, in" in queue or "due now" in queue)
     me = _text(client.get("/accounts/me/").content.decode())
     assert f"{listed} due for review today" in me
+
+
+def test_recent_answers_list_the_eight_newest_without_reading_answers_or_question_specs(client, content, make_user):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from questions.models import Question
+    from tests.grading import submit_and_mark
+
+    call_command("sync_content", verbosity=0)
+    ada = make_user("ada")
+    question = Question.objects.get(slug="sample-question")
+    older = [submit_and_mark(user=ada, question=question, answer=f"Decode is slow, take {n}.") for n in range(9)]
+    newest = submit_and_mark(user=ada, question=question, answer="Decode reads all the weights every step.")
+    client.force_login(ada)
+    with CaptureQueriesContext(connection) as queries:
+        html = client.get("/accounts/me/").content.decode()
+    recent = re.search(r"Recent answers</h3>\s*<ul>(.*?)</ul>", html, re.S).group(1)
+    assert recent.count('href="/practice/attempts/') == 8
+    assert f'href="{newest.get_absolute_url()}"' in recent and f"{newest.percent}%" in recent
+    assert all(f'href="{attempt.get_absolute_url()}"' not in recent for attempt in older[:2])
+    assert _text(recent).count(_text(question.prompt)[:40]) == 8
+    assert "10 answers graded" in _text(html)
+    # However long the learner's answers and the questions' rubrics, the page reads neither.
+    sql = " ".join(query["sql"] for query in queries.captured_queries)
+    assert '"questions_attempt"."answer"' not in sql and '"questions_question"."spec"' not in sql
+
+
+def test_an_answer_older_than_stored_rubric_versions_still_names_its_weakest_point(client, history):
+    from questions.models import Attempt, Question
+    from tests.grading import submit_and_mark
+
+    question = Question.objects.get(slug="sample-question")
+    attempt = submit_and_mark(user=history.user, question=question, answer="Decode is slow.")
+    Attempt.objects.filter(pk=attempt.pk).update(rubric=None)  # as answers stored before rubric versions were
+    client.force_login(history.user)
+    html = client.get("/accounts/me/").content.decode()
+    sets = _text(re.search(r'data-testid="set-progress">(.*?)</ul>', html, re.S).group(1))
+    assert "1 of 1 answered · average 0%" in sets and question.spec["rubric"][0]["earns"] in sets
