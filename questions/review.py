@@ -53,6 +53,7 @@ def due_reviews(*, user: AbstractBaseUser, now: datetime | None = None):
     return (
         ReviewCard.objects.filter(user=user, due__lte=end_of_day, question__retired=False)
         .select_related("question", "question__question_set")
+        .defer("question__spec")  # the queue shows a card's prompt and set, never its rubric
         .order_by("due")
     )
 
@@ -63,6 +64,7 @@ def upcoming_reviews(*, user: AbstractBaseUser, now: datetime | None = None, lim
     return (
         ReviewCard.objects.filter(user=user, due__gt=end_of_day, question__retired=False)
         .select_related("question")
+        .defer("question__spec")
         .order_by("due")[:limit]
     )
 

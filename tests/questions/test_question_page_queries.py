@@ -103,9 +103,11 @@ def test_the_review_queue_is_a_few_queries_however_many_cards_are_due(
     mark_pending_answers()
     client.get("/practice/review/")
     # user, cards due today (with their questions), upcoming cards
-    with django_assert_max_num_queries(3):
+    with django_assert_max_num_queries(3) as queries:
         html = client.get("/practice/review/").content.decode()
-    assert "Why is decode memory-bound?" in html
+    assert "Why is decode memory-bound?" in html and 'href="/practice/q/sample-question/"' in html
+    # A card shows its question's prompt and set: the question's spec (rubric, model answer) is not read.
+    assert '"questions_question"."spec"' not in " ".join(query["sql"] for query in queries.captured_queries)
 
 
 def test_the_practice_index_shares_the_sets_and_counts_the_learners_own_answers(
