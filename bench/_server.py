@@ -298,11 +298,12 @@ def bench_site(
     dropped at the end), as a cohort's deployment does; by default a throwaway SQLite file, as
     `make run` does.
     """
-    with contextlib.ExitStack() as stack:
-        database_url = stack.enter_context(_throwaway_postgres(server_url=postgres, name=name)) if postgres else None
-        yield stack.enter_context(
-            _site(name=name, keep=keep, extra_redis_patterns=extra_redis_patterns, database_url=database_url)
-        )
+    database = _throwaway_postgres(server_url=postgres, name=name) if postgres else contextlib.nullcontext(None)
+    # The site's children stop before its PostgreSQL database is dropped.
+    with database as database_url, _site(
+        name=name, keep=keep, extra_redis_patterns=extra_redis_patterns, database_url=database_url
+    ) as site:
+        yield site
 
 
 @contextlib.contextmanager

@@ -79,7 +79,7 @@ signed_in.force_login(user, backend="django.contrib.auth.backends.ModelBackend")
 # A learner with some history: a viewed lesson, an answer, so per-learner parts are not empty.
 signed_in.get("/learn/lessons/roofline-speed-of-light/")
 anonymous = Client(HTTP_HOST="127.0.0.1")
-views = {"lesson_detail", "question_detail", "lab_detail", "review", "me", "serve"}
+views = {"home", "lesson_detail", "question_detail", "lab_detail", "review", "me", "serve"}
 ANSWER = {"answer": "Prefill reads the whole prompt in one compute-bound pass, which sets TTFT; decode then "
           "writes one token per step and is bound by reading the weights and KV cache from memory."}
 
