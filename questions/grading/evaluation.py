@@ -19,6 +19,7 @@ Every criterion of the rubric must be labelled, so agreement is measured on all 
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
@@ -507,7 +508,8 @@ class Round:
 
 
 def discover_rounds(directory: Path) -> list[Round]:
-    """The development set first, then every round folder in name order."""
+    """The development set first, then every round folder in the order written: by name, with the
+    number read as a number (heldout9 before heldout10, which plain name order puts after heldout1)."""
     rounds = [
         Round(
             name="development",
@@ -518,11 +520,17 @@ def discover_rounds(directory: Path) -> list[Round]:
             },
         ),
     ]
-    for folder in sorted(p for p in directory.iterdir() if p.is_dir()):
+    for folder in sorted((p for p in directory.iterdir() if p.is_dir()), key=_round_order):
         meta_path = folder / ROUND_FILE
         meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
         rounds.append(Round(name=folder.name, path=folder, meta=meta))
     return rounds
+
+
+def _round_order(folder: Path) -> tuple[str, int]:
+    match = re.fullmatch(r"(.*?)(\d*)", folder.name)
+    stem, number = match.group(1), match.group(2)
+    return stem, int(number) if number else 1
 
 
 def round_answers(*, round_: Round, bank: Bank) -> list[LabelledAnswer]:

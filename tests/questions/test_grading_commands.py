@@ -149,13 +149,13 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout3", "1st", "run", "heldout3", "now", "heldout4", "1st", "run", "heldout4", "now",
         "heldout5", "1st", "run", "heldout5", "now", "heldout6", "1st", "run", "heldout6", "now",
         "heldout7", "1st", "run", "heldout7", "now", "heldout8", "1st", "run", "heldout8", "now",
-        "heldout9", "1st", "run", "heldout9", "now",
+        "heldout9", "1st", "run", "heldout9", "now", "heldout10", "1st", "run", "heldout10", "now",
     ]
     rows = {line[:36].strip(): line[36:].split() for line in lines if line[:36].strip()}
     columns = [
         "development", "heldout", "heldout2", "heldout3 1st", "heldout3 now", "heldout4 1st", "heldout4 now",
         "heldout5 1st", "heldout5 now", "heldout6 1st", "heldout6 now", "heldout7 1st", "heldout7 now",
-        "heldout8 1st", "heldout8 now", "heldout9 1st", "heldout9 now",
+        "heldout8 1st", "heldout8 now", "heldout9 1st", "heldout9 now", "heldout10 1st", "heldout10 now",
     ]
     misconception = rows["misconception (flagged and <= 50%)"]
     agreement = rows["criterion agreement"]
@@ -169,10 +169,11 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     # Round 7 (written before session 6's re-fit with round 6, graded once after it): 35 of 58, 77%,
     # 0.54, 289 of 348 graded right. Round 8 (written after it, same grader): 34 of 58, 79%, 0.59.
     # Round 9 (session 7, the same grader again): 35 of 58, 74%, 0.48, 284 of 348.
+    # Round 10 (session 9, the same grader again): 33 of 58, 79%, 0.59, 297 of 348.
     third, fourth = columns.index("heldout3 1st"), columns.index("heldout4 1st")
     fifth, sixth = columns.index("heldout5 1st"), columns.index("heldout6 1st")
     seventh, eighth = columns.index("heldout7 1st"), columns.index("heldout8 1st")
-    ninth = columns.index("heldout9 1st")
+    ninth, tenth = columns.index("heldout9 1st"), columns.index("heldout10 1st")
     assert misconception[2 * third : 2 * third + 2] == ["16/42", "38%"]
     assert misconception[2 * fourth : 2 * fourth + 2] == ["25/58", "43%"]
     assert misconception[2 * fifth : 2 * fifth + 2] == ["27/58", "47%"]
@@ -190,8 +191,11 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert misconception[2 * ninth : 2 * ninth + 2] == ["35/58", "60%"]
     assert (agreement[ninth], kappa[ninth]) == ("74%", "0.48")
     assert graded_right[2 * ninth : 2 * ninth + 2] == ["284/348", "82%"]
+    assert misconception[2 * tenth : 2 * tenth + 2] == ["33/58", "57%"]
+    assert (agreement[tenth], kappa[tenth]) == ("79%", "0.59")
+    assert graded_right[2 * tenth : 2 * tenth + 2] == ["297/348", "85%"]
     # Today's columns grade the answers in the folder: one question's six per round here.
-    assert graded_right[2 * (ninth + 1)].endswith("/6")
+    assert graded_right[2 * (tenth + 1)].endswith("/6")
     # Near misses are counted today; first runs recorded before the mark sheet quoted them show "-".
     assert rows["near misses quoted: points made"].count("-") == 7
     assert rows["false misses quoted as near misses"].count("-") == 7
@@ -203,9 +207,11 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "first run 2026-12-02 02:33 UTC at 6e5992c0b8c6" in text
     assert "first run 2026-12-02 02:49 UTC at 7184da92aee5" in text
     assert "first run 2026-12-02 06:30 UTC at 4321dab775f7" in text
+    assert "first run 2026-12-02 19:44 UTC at 74bc3acdeb92" in text
     assert "heldout4: development;" in text and "heldout5: development;" in text
     assert "heldout6: development;" in text and "heldout7: held-out;" in text
     assert "heldout8: held-out;" in text and "heldout9: held-out;" in text
+    assert "heldout10: held-out;" in text
 
 
 LABELLED = """question = "inference-bottleneck"
