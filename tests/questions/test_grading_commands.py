@@ -150,12 +150,14 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout5", "1st", "run", "heldout5", "now", "heldout6", "1st", "run", "heldout6", "now",
         "heldout7", "1st", "run", "heldout7", "now", "heldout8", "1st", "run", "heldout8", "now",
         "heldout9", "1st", "run", "heldout9", "now", "heldout10", "1st", "run", "heldout10", "now",
+        "heldout11", "1st", "run", "heldout11", "now",
     ]
     rows = {line[:36].strip(): line[36:].split() for line in lines if line[:36].strip()}
     columns = [
         "development", "heldout", "heldout2", "heldout3 1st", "heldout3 now", "heldout4 1st", "heldout4 now",
         "heldout5 1st", "heldout5 now", "heldout6 1st", "heldout6 now", "heldout7 1st", "heldout7 now",
         "heldout8 1st", "heldout8 now", "heldout9 1st", "heldout9 now", "heldout10 1st", "heldout10 now",
+        "heldout11 1st", "heldout11 now",
     ]
     misconception = rows["misconception (flagged and <= 50%)"]
     agreement = rows["criterion agreement"]
@@ -170,10 +172,12 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     # 0.54, 289 of 348 graded right. Round 8 (written after it, same grader): 34 of 58, 79%, 0.59.
     # Round 9 (session 7, the same grader again): 35 of 58, 74%, 0.48, 284 of 348.
     # Round 10 (session 9, the same grader again): 33 of 58, 79%, 0.59, 297 of 348.
+    # Round 11 (written after round 10's first run, the same grader): 27 of 58, 79%, 0.58, 284 of 348.
     third, fourth = columns.index("heldout3 1st"), columns.index("heldout4 1st")
     fifth, sixth = columns.index("heldout5 1st"), columns.index("heldout6 1st")
     seventh, eighth = columns.index("heldout7 1st"), columns.index("heldout8 1st")
     ninth, tenth = columns.index("heldout9 1st"), columns.index("heldout10 1st")
+    eleventh = columns.index("heldout11 1st")
     assert misconception[2 * third : 2 * third + 2] == ["16/42", "38%"]
     assert misconception[2 * fourth : 2 * fourth + 2] == ["25/58", "43%"]
     assert misconception[2 * fifth : 2 * fifth + 2] == ["27/58", "47%"]
@@ -194,8 +198,11 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert misconception[2 * tenth : 2 * tenth + 2] == ["33/58", "57%"]
     assert (agreement[tenth], kappa[tenth]) == ("79%", "0.59")
     assert graded_right[2 * tenth : 2 * tenth + 2] == ["297/348", "85%"]
+    assert misconception[2 * eleventh : 2 * eleventh + 2] == ["27/58", "47%"]
+    assert (agreement[eleventh], kappa[eleventh]) == ("79%", "0.58")
+    assert graded_right[2 * eleventh : 2 * eleventh + 2] == ["284/348", "82%"]
     # Today's columns grade the answers in the folder: one question's six per round here.
-    assert graded_right[2 * (tenth + 1)].endswith("/6")
+    assert graded_right[2 * (eleventh + 1)].endswith("/6")
     # Near misses are counted today; first runs recorded before the mark sheet quoted them show "-".
     assert rows["near misses quoted: points made"].count("-") == 7
     assert rows["false misses quoted as near misses"].count("-") == 7
@@ -208,10 +215,11 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "first run 2026-12-02 02:49 UTC at 7184da92aee5" in text
     assert "first run 2026-12-02 06:30 UTC at 4321dab775f7" in text
     assert "first run 2026-12-02 19:44 UTC at 74bc3acdeb92" in text
+    assert "first run 2026-12-02 20:05 UTC at 29011872782c" in text
     assert "heldout4: development;" in text and "heldout5: development;" in text
     assert "heldout6: development;" in text and "heldout7: held-out;" in text
     assert "heldout8: held-out;" in text and "heldout9: held-out;" in text
-    assert "heldout10: held-out;" in text
+    assert "heldout10: held-out;" in text and "heldout11: held-out;" in text
 
 
 LABELLED = """question = "inference-bottleneck"
