@@ -12,7 +12,9 @@ from labs.models import LabRun
 from tests.e2e.conftest import RUN_PAGE, SCREENSHOTS, log_in
 from tests.e2e.test_lab_journey import local_site_targets, watch_progress  # noqa: F401 (a fixture)
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser, pytest.mark.slow, pytest.mark.engine_figures, pytest.mark.django_db(transaction=True),
+]
 
 
 @pytest.mark.usefixtures("local_site_targets")

@@ -36,6 +36,7 @@ def runlab(capsys, lab: str, target, user, *params: str, timeout_s: int = 300) -
     return {step["key"]: step["summary"] for step in result["steps"]}
 
 
+@pytest.mark.engine_figures
 def test_labs_show_their_lessons_on_the_local_engine(local_targets, user, capsys):
     serial, batched = local_targets["serial"], local_targets["batched"]
 

@@ -168,11 +168,15 @@ def test_labs_show_their_lessons_on_vllm(vllm_target, user, capsys):
     assert steps["shared_prefix=1"]["ttft_s"]["p50"] < 0.6 * steps["shared_prefix=0"]["ttft_s"]["p50"]
 
 
-def test_vllm_stops_with_its_engine_core(tmp_path):
-    """Stopping leaves neither the API server nor its engine-core process behind."""
+def test_vllm_stops_with_its_engine_core(vllm):
+    """Stopping leaves neither the API server nor its engine-core process behind.
+
+    It stops the module's server, so it is the module's last test: starting a second server only
+    to stop it cost CI about 45 s."""
     from tests.core.test_run_command import _alive, _children_of
 
-    handle = start_vllm(url=free_url(), log_dir=tmp_path)
+    handle = vllm
+    assert handle.running()
     tree = {handle.pid} | _children_of(handle.pid)
     assert len(tree) >= 2
     started = time.monotonic()
