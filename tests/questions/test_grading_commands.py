@@ -173,34 +173,25 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     # Round 9 (session 7, the same grader again): 35 of 58, 74%, 0.48, 284 of 348.
     # Round 10 (session 9, the same grader again): 33 of 58, 79%, 0.59, 297 of 348.
     # Round 11 (written after round 10's first run, the same grader): 27 of 58, 79%, 0.58, 284 of 348.
-    third, fourth = columns.index("heldout3 1st"), columns.index("heldout4 1st")
-    fifth, sixth = columns.index("heldout5 1st"), columns.index("heldout6 1st")
-    seventh, eighth = columns.index("heldout7 1st"), columns.index("heldout8 1st")
-    ninth, tenth = columns.index("heldout9 1st"), columns.index("heldout10 1st")
+    first_runs = {
+        # round: (misconception answers flagged and held, criterion agreement, kappa, graded right)
+        "heldout3": (["16/42", "38%"], "80%", "0.59", None),
+        "heldout4": (["25/58", "43%"], "80%", "0.59", None),
+        "heldout5": (["27/58", "47%"], "78%", "0.57", None),
+        "heldout6": (["36/58", "62%"], "78%", "0.56", ["287/348", "82%"]),
+        "heldout7": (["35/58", "60%"], "77%", "0.54", ["289/348", "83%"]),
+        "heldout8": (["34/58", "59%"], "79%", "0.59", None),
+        "heldout9": (["35/58", "60%"], "74%", "0.48", ["284/348", "82%"]),
+        "heldout10": (["33/58", "57%"], "79%", "0.59", ["297/348", "85%"]),
+        "heldout11": (["27/58", "47%"], "79%", "0.58", ["284/348", "82%"]),
+    }
+    for name, (flagged, agreed, kappa_, right) in first_runs.items():
+        at = columns.index(f"{name} 1st")
+        assert misconception[2 * at : 2 * at + 2] == flagged, name
+        assert (agreement[at], kappa[at]) == (agreed, kappa_), name
+        if right is not None:
+            assert graded_right[2 * at : 2 * at + 2] == right, name
     eleventh = columns.index("heldout11 1st")
-    assert misconception[2 * third : 2 * third + 2] == ["16/42", "38%"]
-    assert misconception[2 * fourth : 2 * fourth + 2] == ["25/58", "43%"]
-    assert misconception[2 * fifth : 2 * fifth + 2] == ["27/58", "47%"]
-    assert agreement[third] == agreement[fourth] == "80%"
-    assert kappa[third] == kappa[fourth] == "0.59"
-    assert (agreement[fifth], kappa[fifth]) == ("78%", "0.57")
-    assert misconception[2 * sixth : 2 * sixth + 2] == ["36/58", "62%"]
-    assert (agreement[sixth], kappa[sixth]) == ("78%", "0.56")
-    assert graded_right[2 * sixth : 2 * sixth + 2] == ["287/348", "82%"]
-    assert misconception[2 * seventh : 2 * seventh + 2] == ["35/58", "60%"]
-    assert (agreement[seventh], kappa[seventh]) == ("77%", "0.54")
-    assert graded_right[2 * seventh : 2 * seventh + 2] == ["289/348", "83%"]
-    assert misconception[2 * eighth : 2 * eighth + 2] == ["34/58", "59%"]
-    assert (agreement[eighth], kappa[eighth]) == ("79%", "0.59")
-    assert misconception[2 * ninth : 2 * ninth + 2] == ["35/58", "60%"]
-    assert (agreement[ninth], kappa[ninth]) == ("74%", "0.48")
-    assert graded_right[2 * ninth : 2 * ninth + 2] == ["284/348", "82%"]
-    assert misconception[2 * tenth : 2 * tenth + 2] == ["33/58", "57%"]
-    assert (agreement[tenth], kappa[tenth]) == ("79%", "0.59")
-    assert graded_right[2 * tenth : 2 * tenth + 2] == ["297/348", "85%"]
-    assert misconception[2 * eleventh : 2 * eleventh + 2] == ["27/58", "47%"]
-    assert (agreement[eleventh], kappa[eleventh]) == ("79%", "0.58")
-    assert graded_right[2 * eleventh : 2 * eleventh + 2] == ["284/348", "82%"]
     # Today's columns grade the answers in the folder: one question's six per round here.
     assert graded_right[2 * (eleventh + 1)].endswith("/6")
     # Near misses are counted today; first runs recorded before the mark sheet quoted them show "-".
