@@ -506,6 +506,13 @@ class Round:
     def first_run(self) -> Mapping[str, Any] | None:
         return self.meta.get("first_run")
 
+    @property
+    def sealed(self) -> bool:
+        """Held out and never graded: its first grading is its first run, so nothing grades
+        it but `grading_report --record-first-run` (a look at its figures would be a first run
+        nobody recorded)."""
+        return self.held_out and self.first_run is None
+
 
 def discover_rounds(directory: Path) -> list[Round]:
     """The development set first, then every round folder in the order written: by name, with the

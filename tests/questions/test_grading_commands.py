@@ -209,6 +209,8 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "heldout6: development;" in text and "heldout7: held-out;" in text
     assert "heldout8: held-out;" in text and "heldout9: held-out;" in text
     assert "heldout10: held-out;" in text and "heldout11: held-out;" in text
+    # Rounds written blind and not yet graded are listed, sealed, with no column.
+    assert "heldout13: sealed (written blind, not graded yet" in text
 
 
 LABELLED = """question = "inference-bottleneck"
@@ -239,6 +241,26 @@ def held_out_round(tmp_path: Path) -> Path:
         encoding="utf-8",
     )
     return fresh
+
+
+def test_a_sealed_round_is_graded_first_by_its_recorded_first_run(tmp_path):
+    fresh = held_out_round(tmp_path)
+    # Never graded: the report names it sealed and shows no figures of it, and asking for it
+    # alone is refused, since that look would be a first run nobody recorded.
+    text = run("grading_report", "--dir", str(tmp_path))
+    assert "round9: sealed (written blind, not graded yet: its first grading is its first run, " in text
+    assert "`--record-first-run round9`); blind" in text
+    assert "round9 now" not in text and "round9 1st run" not in text
+    assert "Grading agreement over 2 labelled answers, by round" in text
+    with pytest.raises(CommandError, match="round 'round9' is sealed: written blind and never graded"):
+        run("grading_report", "--dir", str(tmp_path), "--round", "round9")
+    data = json.loads(run("grading_report", "--dir", str(tmp_path), "--json"))
+    assert data["rounds"]["round9"] == {"status": "sealed", "written": "blind"}
+    assert data["answers"] == 2
+    assert json.loads((fresh / "round.json").read_text())["first_run"] is None
+
+    run("grading_report", "--dir", str(tmp_path), "--round", "round9", "--record-first-run", "round9")
+    assert json.loads((fresh / "round.json").read_text())["first_run"]["figures"]["answers"] == 2
 
 
 def test_a_first_run_is_recorded_once_and_never_rewritten(tmp_path):

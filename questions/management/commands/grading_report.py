@@ -123,6 +123,14 @@ class Command(BaseCommand):
                     f"no round {options['round']!r}; rounds are: {', '.join(names)}",
                 )
             rounds = [r for r in rounds if r.name == options["round"]]
+        sealed = [r for r in rounds if r.sealed and r.name != options["record_first_run"]]
+        if options["round"] and sealed:
+            raise CommandError(
+                f"round {options['round']!r} is sealed: written blind and never graded, so its "
+                f"first grading is its first run. Record it with --record-first-run "
+                f"{options['round']} (grades it once and stores the figures in its {ROUND_FILE}).",
+            )
+        rounds = [r for r in rounds if r not in sealed]
         if options["split"]:
             loaded = {k: [a for a in v if a.split == options["split"]] for k, v in loaded.items()}
         rounds = [r for r in rounds if loaded[r.name]]
@@ -132,6 +140,8 @@ class Command(BaseCommand):
         if options["judge"]:
             self._judge(rounds=rounds, loaded=loaded, bank=bank, options=options)
             return
+        if options["record_first_run"] and options["record_first_run"] not in {r.name for r in rounds}:
+            raise CommandError(f"no round folder {options['record_first_run']!r} with answers to record")
         reports = {r.name: evaluate(answers=loaded[r.name], bank=bank) for r in rounds}
         current = {name: figures(report) for name, report in reports.items()}
         if options["record_first_run"]:
@@ -155,17 +165,27 @@ class Command(BaseCommand):
                 }
                 for r in rounds
             }
+            data["rounds"].update(
+                {r.name: {"status": "sealed", "written": r.meta.get("written")} for r in sealed},
+            )
             self.stdout.write(json.dumps(data, indent=2))
         else:
-            self.stdout.write(self._rounds_text(rounds=rounds, current=current))
+            self.stdout.write(self._rounds_text(rounds=rounds, current=current, sealed=sealed))
             self.stdout.write("")
             self.stdout.write(render_text(everything))
         if options["fail_on_problems"] and everything.problems:
             raise CommandError(f"{len(everything.problems)} threshold problem(s)")
 
-    def _rounds_text(self, *, rounds: list[Round], current: dict[str, dict[str, Any]]) -> str:
+    def _rounds_text(
+        self, *, rounds: list[Round], current: dict[str, dict[str, Any]], sealed: list[Round],
+    ) -> str:
         total = sum(current[r.name]["answers"] for r in rounds)
         lines = [f"Grading agreement over {total} labelled answers, by round", ""]
+        lines += [
+            f"  {r.name}: sealed (written blind, not graded yet: its first grading is its first "
+            f"run, `--record-first-run {r.name}`); {r.meta.get('written', '')}"
+            for r in sealed
+        ]
         columns: list[tuple[str, dict[str, Any] | None]] = []
         for r in rounds:
             status = r.meta.get("status", "development")
