@@ -50,8 +50,10 @@ def main() -> int:
     started = time.perf_counter()
     bank = load_bank(content_dir=args.content_dir)
     load_ms = (time.perf_counter() - started) * 1000
+    # Sealed rounds wait for their recorded first run (grading_report says why).
     answers = [
-        a for r in discover_rounds(args.eval_dir) for a in round_answers(round_=r, bank=bank)
+        a for r in discover_rounds(args.eval_dir) if not r.sealed
+        for a in round_answers(round_=r, bank=bank)
     ]
     started = time.perf_counter()
     encoder()
