@@ -326,11 +326,19 @@ def test_grading_report_judge_measures_rubric_and_judge_side_by_side(server, tmp
     import io
     import re
 
-    from django.core.management import call_command
+    from django.core.management import CommandError, call_command
 
     from tests.questions.test_grading_commands import held_out_round
 
     held_out_round(tmp_path)
+    settings.GRADING_JUDGE_BASE_URL = server.url
+    settings.GRADING_JUDGE_MODEL = "scripted-judge"
+    # A sealed round is judged only after the rubric's first run is recorded (the judge's table
+    # shows the rubric's figures too).
+    with pytest.raises(CommandError, match=r"rounds \(round9\) are sealed: record the rubric's first run first"):
+        call_command("grading_report", "--dir", str(tmp_path), "--judge", stdout=io.StringIO())
+    assert server.requests == []
+    call_command("grading_report", "--dir", str(tmp_path), "--record-first-run", "round9", stdout=io.StringIO())
 
     def script(request: dict[str, Any]) -> tuple[int, str, float]:
         # A judge that reads the answer between the markers and, for the strong answer,
@@ -347,8 +355,6 @@ def test_grading_report_judge_measures_rubric_and_judge_side_by_side(server, tmp
         return 200, completion(verdicts(bank.question("inference-bottleneck"), met)), 0.0
 
     server.script = script
-    settings.GRADING_JUDGE_BASE_URL = server.url
-    settings.GRADING_JUDGE_MODEL = "scripted-judge"
     settings.GRADING_JUDGE_API_KEY = ""
     out = io.StringIO()
     call_command("grading_report", "--dir", str(tmp_path), "--judge", stdout=out)

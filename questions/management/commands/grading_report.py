@@ -138,7 +138,7 @@ class Command(BaseCommand):
             raise CommandError(f"no labelled answers in {directory}", returncode=2)
 
         if options["judge"]:
-            self._judge(rounds=rounds, loaded=loaded, bank=bank, options=options)
+            self._judge(rounds=rounds, loaded=loaded, bank=bank, options=options, sealed=sealed)
             return
         if options["record_first_run"] and options["record_first_run"] not in {r.name for r in rounds}:
             raise CommandError(f"no round folder {options['record_first_run']!r} with answers to record")
@@ -235,7 +235,7 @@ class Command(BaseCommand):
 
     def _judge(
         self, *, rounds: list[Round], loaded: dict[str, list[Any]], bank: Bank,
-        options: dict[str, Any],
+        options: dict[str, Any], sealed: list[Round],
     ) -> None:
         if not (settings.GRADING_JUDGE_BASE_URL and settings.GRADING_JUDGE_MODEL):
             raise CommandError(
@@ -245,6 +245,13 @@ class Command(BaseCommand):
         targets = [r for r in rounds if r.held_out] or (
             [r for r in rounds if r.name == options["round"]] if options["round"] else []
         )
+        if not targets and sealed:
+            # The judge's table shows the rubric's figures too: the rubric's first run comes first.
+            names = ", ".join(r.name for r in sealed)
+            raise CommandError(
+                f"the held-out rounds ({names}) are sealed: record the rubric's first run first "
+                f"(--record-first-run {sealed[0].name}), then judge them",
+            )
         if not targets:
             raise CommandError("no held-out round to judge; name one with --round")
         columns: list[tuple[str, dict[str, Any] | None]] = []
