@@ -339,6 +339,12 @@ def test_grading_report_judge_measures_rubric_and_judge_side_by_side(server, tmp
         call_command("grading_report", "--dir", str(tmp_path), "--judge", stdout=io.StringIO())
     assert server.requests == []
     call_command("grading_report", "--dir", str(tmp_path), "--record-first-run", "round9", stdout=io.StringIO())
+    # A round written since, still sealed, is named and left alone.
+    later = tmp_path / "round10"
+    later.mkdir()
+    answers = (tmp_path / "round9" / "bottleneck.toml").read_text()
+    (later / "bottleneck.toml").write_text(answers.replace('"r9-', '"r10-'))
+    (later / "round.json").write_text(json.dumps({"status": "held-out", "written": "blind"}))
 
     def script(request: dict[str, Any]) -> tuple[int, str, float]:
         # A judge that reads the answer between the markers and, for the strong answer,
@@ -365,6 +371,7 @@ def test_grading_report_judge_measures_rubric_and_judge_side_by_side(server, tmp
     rows = {line[:36].strip(): line[36:].split() for line in lines[3:]}
     assert rows["criterion agreement"] == ["100%", "88%"]
     assert rows["strong (scores >= 80%)"] == ["1/1", "100%", "1/1", "100%"]
+    assert lines[-1] == "Sealed, not judged: round10 (record the rubric's first run first)"
     # Two requests went over real HTTP to the scripted engine, one per labelled answer.
     assert len(server.requests) == 2
     assert {r["model"] for r in server.requests} == {"scripted-judge"}

@@ -20,12 +20,12 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from questions.bank import BankError, load_bank
+from questions.bank import Bank, BankError, load_bank
 
 BRIEF = Path(__file__).resolve().parents[2] / "grading" / "blind_brief.md"
 
 
-def blind_export(*, bank: Any) -> list[dict[str, Any]]:
+def blind_export(*, bank: Bank) -> list[dict[str, Any]]:
     """Every free-text question as a writer may see it."""
     return [
         {

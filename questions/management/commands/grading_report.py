@@ -290,6 +290,11 @@ class Command(BaseCommand):
         )
         self.stdout.write("")
         self.stdout.write(render_rounds(columns))
+        if sealed:
+            self.stdout.write(
+                f"\nSealed, not judged: {', '.join(r.name for r in sealed)} (record the rubric's "
+                "first run first)",
+            )
 
 
 __all__ = ["Command", "judge_grader", "load_evaluation_set"]
