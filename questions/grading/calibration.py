@@ -28,8 +28,15 @@ from typing import Any
 import numpy as np
 
 from questions.bank import Bank
-from questions.grading import semantic
-from questions.grading.evaluation import Round, _target, evaluate, figures, round_answers
+from questions.grading import belief_reader, semantic
+from questions.grading.evaluation import (
+    LabelledAnswer,
+    Round,
+    _target,
+    evaluate,
+    figures,
+    round_answers,
+)
 from questions.grading.free_text import rubric_evidence
 from questions.grading.semantic import (
     CRITERION_FEATURES,
@@ -166,6 +173,85 @@ def leave_one_round_out(
     return results
 
 
+@dataclass(frozen=True)
+class ReaderPair:
+    """One (answer, misconception) pair with a candidate unit: both readers' log-odds, label."""
+
+    round: str
+    answer: str
+    style: str
+    item: str
+    decision_logit: float
+    reader_logit: float
+    label: bool
+
+
+def collect_reader_pairs(
+    *, rounds: Iterable[Round], bank: Bank, model: SemanticModel,
+) -> list[ReaderPair]:
+    """Per labelled (answer, misconception) pair whose misconception has a candidate unit, the
+    decision model's and the belief reader's log-odds that the unit states it."""
+    found: list[tuple[Round, LabelledAnswer, str, float, str, str]] = []
+    for round_ in rounds:
+        for answer in round_answers(round_=round_, bank=bank):
+            target = _target(bank, answer.question, answer.follow_up)
+            if target.type != "free_text":
+                continue
+            meaning = rubric_evidence(question=target, answer=answer.text).meaning
+            for misconception, candidate in zip(
+                target.misconceptions, meaning.misconception_candidates, strict=True,
+            ):
+                if candidate.match is None:
+                    continue
+                found.append((
+                    round_, answer, misconception.id,
+                    semantic.logit(model.misconception.probability(candidate.features)),
+                    belief_reader.belief_text(misconception), candidate.match.unit.text,
+                ))
+    logits = belief_reader.reader().logits([(belief, unit) for *_, belief, unit in found])
+    return [
+        ReaderPair(
+            round=round_.name, answer=answer.key, style=answer.category, item=item,
+            decision_logit=decision, reader_logit=reader_logit,
+            label=item in answer.misconceptions,
+        )
+        for (round_, answer, item, decision, _, _), reader_logit in zip(found, logits, strict=True)
+    ]
+
+
+# The reader's log-odds beyond those seen in fitting, by this much either way, still count as
+# possible when the band where it can change a decision is worked out.
+READER_MARGIN = 2.0
+
+
+def fit_reader_stage(
+    pairs: Sequence[ReaderPair], *, threshold: float = MISCONCEPTION_THRESHOLD,
+) -> semantic.ReaderStage:
+    """The logistic over both readers' log-odds (flagged from `threshold`), and the band of
+    decision-model probabilities where the reader's answer can change the verdict."""
+    x = np.array([[p.decision_logit, p.reader_logit] for p in pairs], dtype=np.float64)
+    y = np.array([p.label for p in pairs], dtype=np.float64)
+    logistic = fit_logistic(x=x, y=y, names=semantic.READER_FEATURES, threshold=threshold)
+    # z = a * decision_logit + b * reader_logit + c on the raw scale.
+    a, b = logistic.weights / logistic.scale
+    c = logistic.bias - float((logistic.weights * logistic.mean / logistic.scale).sum())
+    if a <= 0 or b <= 0:
+        raise ValueError(
+            f"the reader stage must rise with both readers' log-odds (weights {a:.3f}, {b:.3f}); "
+            "refusing a stage that would read evidence backwards",
+        )
+    target = semantic.logit(logistic.threshold)
+    lowest, highest = x[:, 1].min() - READER_MARGIN, x[:, 1].max() + READER_MARGIN
+    band = (
+        _sigmoid((target - c - b * highest) / a), _sigmoid((target - c - b * lowest) / a),
+    )
+    return semantic.ReaderStage(logistic=logistic, band=band)
+
+
+def _sigmoid(value: float) -> float:
+    return float(1.0 / (1.0 + np.exp(-value)))
+
+
 def model_document(*, model: SemanticModel, rounds: Sequence[str], pairs: int) -> dict[str, Any]:
     return {
         "about": (
@@ -178,6 +264,26 @@ def model_document(*, model: SemanticModel, rounds: Sequence[str], pairs: int) -
         "pairs": pairs,
         "criterion": model.criterion.to_dict(),
         "misconception": model.misconception.to_dict(),
+    }
+
+
+def with_reader_stage(
+    document: dict[str, Any], *, stage: semantic.ReaderStage, rounds: Sequence[str], pairs: int,
+) -> dict[str, Any]:
+    """The model document with the reader stage added (or replaced)."""
+    return {
+        **document,
+        "reader": {
+            "about": (
+                "The belief reader's stage (belief_reader.py, calibration.fit_reader_stage): a "
+                "logistic over the decision model's and the cross-encoder's log-odds that a "
+                "unit states a misconception, fitted on rounds neither was trained on."
+            ),
+            "command": "python manage.py fit_semantic_model --reader-stage",
+            "fitted_on": list(rounds),
+            "pairs": pairs,
+            "stage": stage.to_dict(),
+        },
     }
 
 

