@@ -150,14 +150,14 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout5", "1st", "run", "heldout5", "now", "heldout6", "1st", "run", "heldout6", "now",
         "heldout7", "1st", "run", "heldout7", "now", "heldout8", "1st", "run", "heldout8", "now",
         "heldout9", "1st", "run", "heldout9", "now", "heldout10", "1st", "run", "heldout10", "now",
-        "heldout11", "1st", "run", "heldout11", "now",
+        "heldout11", "1st", "run", "heldout11", "now", "heldout12", "1st", "run", "heldout12", "now",
     ]
     rows = {line[:36].strip(): line[36:].split() for line in lines if line[:36].strip()}
     columns = [
         "development", "heldout", "heldout2", "heldout3 1st", "heldout3 now", "heldout4 1st", "heldout4 now",
         "heldout5 1st", "heldout5 now", "heldout6 1st", "heldout6 now", "heldout7 1st", "heldout7 now",
         "heldout8 1st", "heldout8 now", "heldout9 1st", "heldout9 now", "heldout10 1st", "heldout10 now",
-        "heldout11 1st", "heldout11 now",
+        "heldout11 1st", "heldout11 now", "heldout12 1st", "heldout12 now",
     ]
     misconception = rows["misconception (flagged and <= 50%)"]
     agreement = rows["criterion agreement"]
@@ -183,15 +183,17 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout9": (["35/58", "60%"], "74%", "0.48", ["284/348", "82%"]),
         "heldout10": (["33/58", "57%"], "79%", "0.59", ["297/348", "85%"]),
         "heldout11": (["27/58", "47%"], "79%", "0.58", ["284/348", "82%"]),
+        # Round 12 (session 10, sealed until session 11's belief reader): 45 of 58, 80%, 0.60.
+        "heldout12": (["45/58", "78%"], "80%", "0.60", ["287/348", "82%"]),
     }
     for name, (flagged, agreed, kappa_, right) in first_runs.items():
         at = columns.index(f"{name} 1st")
         assert misconception[2 * at : 2 * at + 2] == flagged, name
         assert (agreement[at], kappa[at]) == (agreed, kappa_), name
         assert graded_right[2 * at : 2 * at + 2] == right, name
-    eleventh = columns.index("heldout11 1st")
+    twelfth = columns.index("heldout12 1st")
     # Today's columns grade the answers in the folder: one question's six per round here.
-    assert graded_right[2 * (eleventh + 1)].endswith("/6")
+    assert graded_right[2 * (twelfth + 1)].endswith("/6")
     # Near misses are counted today; first runs recorded before the mark sheet quoted them show "-".
     assert rows["near misses quoted: points made"].count("-") == 7
     assert rows["false misses quoted as near misses"].count("-") == 7
@@ -205,6 +207,8 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "first run 2026-12-02 06:30 UTC at 4321dab775f7" in text
     assert "first run 2026-12-02 19:44 UTC at 74bc3acdeb92" in text
     assert "first run 2026-12-02 20:05 UTC at 29011872782c" in text
+    assert "first run 2026-12-03 07:08 UTC at 9920be0e4b0a" in text
+    assert "heldout12: held-out;" in text
     assert "heldout4: development;" in text and "heldout5: development;" in text
     # Rounds 7-11 were tuned on in session 11 (the belief reader's stage was fitted on them).
     assert "heldout6: development;" in text and "heldout7: development;" in text
