@@ -1,0 +1,45 @@
+"""`manage.py export_reader_pairs`: what the belief reader is trained on, and nothing held out."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+
+from django.core.management import call_command
+
+from questions.bank import load_bank
+from questions.grading.belief_reader import belief_text
+
+ROOT = Path(__file__).resolve().parents[2]
+EVALUATION_SET = ROOT / "tests" / "questions" / "evaluation_set"
+
+
+def test_training_pairs_come_from_development_rounds_and_the_bank_never_a_held_out_round(tmp_path):
+    shutil.copy(EVALUATION_SET / "prefill-decode-ttft.toml", tmp_path)
+    held_out = tmp_path / "heldout99"
+    held_out.mkdir()
+    shutil.copy(EVALUATION_SET / "heldout12" / "gqa-mqa-kv-cache.toml", held_out)
+    (held_out / "round.json").write_text(json.dumps({"status": "held-out", "written": "blind"}))
+    out = io.StringIO()
+    call_command("export_reader_pairs", str(tmp_path / "pairs.json"), "--dir", str(tmp_path), stdout=out)
+    data = json.loads((tmp_path / "pairs.json").read_text())
+    assert data["rounds"] == ["development"]
+    assert data["answers"] and {r["round"] for r in data["answers"]} == {"development"}
+    assert all(r["answer"].startswith("prefill-decode-ttft#") for r in data["answers"])
+    # Nothing a blind writer wrote for the held-out round reaches the training file.
+    held_out_text = (held_out / "gqa-mqa-kv-cache.toml").read_text()
+    assert not any(r["unit"] in held_out_text for r in data["answers"] if len(r["unit"]) > 40)
+    bank = load_bank(content_dir=ROOT / "questions" / "content")
+    gqa = bank.question("gqa-mqa-kv-cache")
+    flops = next(m for m in gqa.misconceptions if m.id == "gqa-saves-flops")
+    belief = belief_text(flops)
+    # The bank: the belief's other wordings as yes, its question's criteria as no.
+    assert {"belief": belief, "unit": flops.statements[1], "label": True} in data["bank"]
+    assert {"belief": belief, "unit": gqa.rubric[0].earns, "label": False} in data["bank"]
+    # Hard negatives: the model answer's own sentences, right by construction.
+    hard = [r["unit"] for r in data["hard_negatives"] if r["belief"] == belief]
+    assert hard and all(not r["label"] for r in data["hard_negatives"])
+    assert all(sentence in gqa.model_answer or sentence in flops.correction for sentence in hard)
+    assert out.getvalue().startswith(f"wrote {tmp_path / 'pairs.json'}: {len(data['answers'])} answer pairs")
