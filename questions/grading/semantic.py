@@ -21,6 +21,9 @@ to another criterion, whether the opposite statement is closer, how much of the 
 rubric the answer speaks to) and says how likely the unit is to say the item. It is fitted on
 the labelled rounds by `manage.py fit_semantic_model` (see calibration.py), which also reports
 leave-one-round-out figures: the honest estimate on answers nobody tuned it for.
+
+For misconceptions a second reader has a say (belief_reader.py): a cross-encoder that reads the
+belief and the closest unit together, combined with the decision model by `ReaderStage`.
 """
 
 from __future__ import annotations
