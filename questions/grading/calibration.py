@@ -20,14 +20,14 @@ the one left out with the whole grader, repeat for each round.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from questions.bank import Bank
+from questions.bank import Bank, FollowUp, Question
 from questions.grading import belief_reader, semantic
 from questions.grading.evaluation import (
     LabelledAnswer,
@@ -42,6 +42,7 @@ from questions.grading.semantic import (
     CRITERION_FEATURES,
     MISCONCEPTION_FEATURES,
     Logistic,
+    SemanticEvidence,
     SemanticModel,
 )
 
@@ -70,36 +71,43 @@ class Pair:
     label: bool
 
 
-def collect(*, rounds: Iterable[Round], bank: Bank) -> list[Pair]:
-    """Every labelled pair's features (the features do not depend on the decision model)."""
-    pairs: list[Pair] = []
+def graded_free_text(
+    *, rounds: Iterable[Round], bank: Bank,
+) -> Iterator[tuple[Round, LabelledAnswer, Question | FollowUp, SemanticEvidence]]:
+    """Every labelled free-text answer of the rounds, with its question and the semantic
+    layer's evidence (its candidates per criterion and misconception)."""
     for round_ in rounds:
         for answer in round_answers(round_=round_, bank=bank):
             target = _target(bank, answer.question, answer.follow_up)
-            if target.type != "free_text":
-                continue
-            meaning = rubric_evidence(question=target, answer=answer.text).meaning
-            for criterion, candidate in zip(
-                target.rubric, meaning.criterion_candidates, strict=True,
-            ):
-                if criterion.id in answer.expected:
-                    pairs.append(
-                        Pair(
-                            round=round_.name, answer=answer.key, kind="criterion",
-                            item=criterion.id, features=dict(candidate.features),
-                            label=answer.expected[criterion.id],
-                        ),
-                    )
-            for misconception, candidate in zip(
-                target.misconceptions, meaning.misconception_candidates, strict=True,
-            ):
+            if target.type == "free_text":
+                yield round_, answer, target, rubric_evidence(question=target, answer=answer.text).meaning
+
+
+def collect(*, rounds: Iterable[Round], bank: Bank) -> list[Pair]:
+    """Every labelled pair's features (the features do not depend on the decision model)."""
+    pairs: list[Pair] = []
+    for round_, answer, target, meaning in graded_free_text(rounds=rounds, bank=bank):
+        for criterion, candidate in zip(
+            target.rubric, meaning.criterion_candidates, strict=True,
+        ):
+            if criterion.id in answer.expected:
                 pairs.append(
                     Pair(
-                        round=round_.name, answer=answer.key, kind="misconception",
-                        item=misconception.id, features=dict(candidate.features),
-                        label=misconception.id in answer.misconceptions,
+                        round=round_.name, answer=answer.key, kind="criterion",
+                        item=criterion.id, features=dict(candidate.features),
+                        label=answer.expected[criterion.id],
                     ),
                 )
+        for misconception, candidate in zip(
+            target.misconceptions, meaning.misconception_candidates, strict=True,
+        ):
+            pairs.append(
+                Pair(
+                    round=round_.name, answer=answer.key, kind="misconception",
+                    item=misconception.id, features=dict(candidate.features),
+                    label=misconception.id in answer.misconceptions,
+                ),
+            )
     return pairs
 
 
@@ -192,17 +200,11 @@ def collect_reader_pairs(
     """Per labelled (answer, misconception) pair whose misconception has a candidate unit, the
     decision model's and the belief reader's log-odds that the unit states it."""
     found: list[tuple[Round, LabelledAnswer, str, float, str, str]] = []
-    for round_ in rounds:
-        for answer in round_answers(round_=round_, bank=bank):
-            target = _target(bank, answer.question, answer.follow_up)
-            if target.type != "free_text":
-                continue
-            meaning = rubric_evidence(question=target, answer=answer.text).meaning
-            for misconception, candidate in zip(
-                target.misconceptions, meaning.misconception_candidates, strict=True,
-            ):
-                if candidate.match is None:
-                    continue
+    for round_, answer, target, meaning in graded_free_text(rounds=rounds, bank=bank):
+        for misconception, candidate in zip(
+            target.misconceptions, meaning.misconception_candidates, strict=True,
+        ):
+            if candidate.match is not None:
                 found.append((
                     round_, answer, misconception.id,
                     semantic.logit(model.misconception.probability(candidate.features)),

@@ -306,3 +306,41 @@ def test_grading_report_fails_on_problems_when_asked(tmp_path):
     assert "strong scored 0%" in run("grading_report", "--dir", str(tmp_path))
     with pytest.raises(CommandError):
         run("grading_report", "--dir", str(tmp_path), "--fail-on-problems")
+
+
+def test_the_reader_stage_is_fitted_on_graded_rounds_the_decision_model_never_saw(tmp_path, monkeypatch):
+    from questions.grading import semantic
+
+    model_file = tmp_path / "semantic_model.json"
+    model_file.write_text(semantic.MODEL_FILE.read_text())
+    monkeypatch.setattr(semantic, "MODEL_FILE", model_file)
+    source = ROOT / "tests" / "questions" / "evaluation_set"
+    rounds = tmp_path / "rounds"
+    # heldout6 (fitted on), heldout7 and heldout8 (graded once, not fitted on), heldout13 (sealed).
+    for name in ("heldout6", "heldout7", "heldout8", "heldout13"):
+        (rounds / name).mkdir(parents=True)
+        (rounds / name / "round.json").write_text((source / name / "round.json").read_text())
+        for path in sorted(source.joinpath(name).glob("*.toml"))[:8]:
+            (rounds / name / path.name).write_text(path.read_text())
+    text = run("fit_semantic_model", "--reader-stage", "--threshold", "0.4", "--dir", str(rounds))
+    lines = text.splitlines()
+    assert lines[0] == "The reader stage, each round left out of its fit, next to the round's first run"
+    assert lines[1].split() == [
+        "heldout7", "left", "out", "heldout7", "first", "run", "heldout8", "left", "out", "heldout8", "first", "run",
+    ]
+    assert "the reader is asked for decision-model probabilities" in text
+    written = json.loads(model_file.read_text())
+    assert written["reader"]["fitted_on"] == ["heldout7", "heldout8"]
+    assert written["reader"]["stage"]["logistic"]["threshold"] == 0.4
+    # The decision model itself is untouched.
+    assert written["misconception"] == json.loads(semantic.MODEL_FILE.read_text())["misconception"]
+
+
+def test_the_reader_stage_refuses_fewer_than_two_rounds_and_a_threshold_outside_zero_one(tmp_path):
+    source = ROOT / "tests" / "questions" / "evaluation_set"
+    (tmp_path / "heldout7").mkdir()
+    (tmp_path / "heldout7" / "round.json").write_text((source / "heldout7" / "round.json").read_text())
+    with pytest.raises(CommandError, match=r"at least two rounds with a first run .* found 1"):
+        run("fit_semantic_model", "--reader-stage", "--dir", str(tmp_path))
+    with pytest.raises(CommandError, match=r"--threshold must be between 0 and 1, not 1\.5"):
+        run("fit_semantic_model", "--reader-stage", "--threshold", "1.5", "--dir", str(tmp_path))

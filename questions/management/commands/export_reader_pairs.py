@@ -23,9 +23,9 @@ from django.core.management.base import BaseCommand, CommandParser
 from questions.bank import Bank, FollowUp, Question, load_bank
 from questions.grading import semantic
 from questions.grading.belief_reader import belief_text
+from questions.grading.calibration import graded_free_text
 from questions.grading.embedding import encoder
-from questions.grading.evaluation import _target, discover_rounds, round_answers
-from questions.grading.free_text import rubric_evidence
+from questions.grading.evaluation import discover_rounds
 from questions.grading.text import split_sentences
 
 # Bank pairs sample paraphrases and other beliefs' statements with this seed: the file is the
@@ -57,17 +57,11 @@ class Command(BaseCommand):
         ]
         encoder().remember_sentences()
         rows: list[dict[str, Any]] = []
-        for round_ in rounds:
-            for answer in round_answers(round_=round_, bank=bank):
-                target = _target(bank, answer.question, answer.follow_up)
-                if target.type != "free_text":
-                    continue
-                meaning = rubric_evidence(question=target, answer=answer.text).meaning
-                for misconception, candidate in zip(
-                    target.misconceptions, meaning.misconception_candidates, strict=True,
-                ):
-                    if candidate.match is None:
-                        continue
+        for round_, answer, target, meaning in graded_free_text(rounds=rounds, bank=bank):
+            for misconception, candidate in zip(
+                target.misconceptions, meaning.misconception_candidates, strict=True,
+            ):
+                if candidate.match is not None:
                     rows.append({
                         "round": round_.name, "answer": answer.key,
                         "belief": belief_text(misconception), "unit": candidate.match.unit.text,

@@ -145,6 +145,7 @@ class Command(BaseCommand):
             calibration.with_reader_stage(
                 document, stage=stage, rounds=[r.name for r in rounds], pairs=len(pairs),
             ),
+            path=semantic.MODEL_FILE,
         )
         low, high = stage.band
         self.stdout.write(
