@@ -1,6 +1,6 @@
 """Deterministic grading speed over the evaluation set: p50 / p95 / max per answer, in ms.
 
-    python bench/grading_speed.py [--repeat 20]
+    python bench/grading_speed.py [--repeat 20] [--every N] [--without-reader]
 
 Needs no database or Django settings: it reads the bank and the labelled answers from files.
 The first pass over the set is reported on its own (regexes compile and each question's
@@ -8,7 +8,9 @@ reference sentences are embedded on first use) and left out of the percentiles, 
 describe a warm worker. Learner sentences are never cached: every pass runs the sentence
 model on every sentence again, as a new answer would. The model runs on one BLAS thread per
 process (the web and worker processes already use the cores); on a busy machine pin the run
-to a core and take the best of three, e.g.
+to a core and take the best of three. `--every N` grades every Nth labelled answer (the set
+is ~4,000 answers); `--without-reader` lets the decision model decide misconceptions alone,
+to show what the belief reader costs. E.g.
 
     for i in 1 2 3; do OPENBLAS_NUM_THREADS=1 taskset -c 1 python bench/grading_speed.py; done
 """
@@ -25,7 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from questions.bank import load_bank  # noqa: E402
-from questions.grading import grade  # noqa: E402
+from questions.grading import grade, semantic  # noqa: E402
+from questions.grading.belief_reader import reader  # noqa: E402
 from questions.grading.embedding import encoder  # noqa: E402
 from questions.grading.evaluation import discover_rounds, round_answers  # noqa: E402
 
@@ -45,7 +48,19 @@ def main() -> int:
         type=Path,
         default=ROOT / "tests" / "questions" / "evaluation_set",
     )
+    parser.add_argument("--every", type=int, default=1, help="grade every Nth labelled answer")
+    parser.add_argument(
+        "--without-reader", action="store_true",
+        help="misconceptions by the decision model alone (no belief reader)",
+    )
     args = parser.parse_args()
+    if args.every < 1:
+        parser.error(f"--every must be at least 1, not {args.every}")
+    if args.without_reader:
+        shipped = semantic.load_model()
+        semantic.use_model(
+            semantic.SemanticModel(criterion=shipped.criterion, misconception=shipped.misconception),
+        )
 
     started = time.perf_counter()
     bank = load_bank(content_dir=args.content_dir)
@@ -54,9 +69,11 @@ def main() -> int:
     answers = [
         a for r in discover_rounds(args.eval_dir) if not r.sealed
         for a in round_answers(round_=r, bank=bank)
-    ]
+    ][:: args.every]
     started = time.perf_counter()
     encoder()
+    if not args.without_reader:
+        reader()
     model_ms = (time.perf_counter() - started) * 1000
     targets = []
     for answer in answers:
@@ -78,7 +95,10 @@ def main() -> int:
     lengths = [len(a.text) for a in answers]
 
     print(f"bank load: {load_ms:.0f} ms ({len(bank.questions)} questions)")
-    print(f"sentence model load: {model_ms:.0f} ms (once per process)")
+    print(
+        f"sentence model{'' if args.without_reader else ' and belief reader'} load: "
+        f"{model_ms:.0f} ms (once per process)",
+    )
     print(
         f"answers: {len(answers)} (median {statistics.median(lengths):.0f} chars, "
         f"max {max(lengths)}), first pass {cold_ms:.0f} ms total",
