@@ -7,9 +7,10 @@
 
     manage.py fit_semantic_model --reader-stage
                                            # fit the belief reader's stage (see
-                                           # calibration.fit_reader_stage) on the held-out
-                                           # rounds that have a first run, with leave-one-
-                                           # round-out figures, and add it to the model file
+                                           # calibration.fit_reader_stage) on the rounds
+                                           # with a first run that the decision model was
+                                           # not fitted on, with leave-one-round-out
+                                           # figures, and add it to the model file
 
 Held-out rounds (status "held-out" in their round.json) are never fitted on by the decision
 model. The reader stage is fitted only on rounds with a first run that the decision model (and
@@ -121,8 +122,9 @@ class Command(BaseCommand):
         self.stderr.write(f"{len(pairs)} reader pairs from {len(rounds)} rounds")
         columns: list[tuple[str, Any]] = []
         for round_ in rounds:
-            stage = calibration.fit_reader_stage(
+            stage = _stage(
                 [p for p in pairs if p.round != round_.name], threshold=threshold,
+                left_out=round_.name,
             )
             columns.append((
                 f"{round_.name} left out",
@@ -140,7 +142,7 @@ class Command(BaseCommand):
             "The reader stage, each round left out of its fit, next to the round's first run",
         )
         self.stdout.write(render_rounds(columns))
-        stage = calibration.fit_reader_stage(pairs, threshold=threshold)
+        stage = _stage(pairs, threshold=threshold, left_out=None)
         calibration.write_model(
             calibration.with_reader_stage(
                 document, stage=stage, rounds=[r.name for r in rounds], pairs=len(pairs),
@@ -155,3 +157,13 @@ class Command(BaseCommand):
         )
         belief_reader.reader().remember_pairs(on=False)
         encoder().remember_sentences(on=False)
+
+
+def _stage(
+    pairs: list[calibration.ReaderPair], *, threshold: float, left_out: str | None,
+) -> semantic.ReaderStage:
+    try:
+        return calibration.fit_reader_stage(pairs, threshold=threshold)
+    except ValueError as error:
+        fitted = f"with {left_out} left out" if left_out else "on every round"
+        raise CommandError(f"the reader stage fitted {fitted}: {error}; nothing was written") from error
