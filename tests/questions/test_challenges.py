@@ -16,9 +16,12 @@ PARTIAL = (
     "which takes longer when the prompt is longer."
 )
 # States the swapped-bounds misconception.
+# One belief, stated once. (Its longer form, "...So a long prompt slows the first token but not
+# the rest.", is also flagged as "TTFT does not depend on the prompt": a known error of the belief
+# reader, pinned in tests/questions/test_grading_reader.py.)
 SWAPPED = (
     "Prefill is memory-bound because it streams the prompt, while decode is compute-bound because "
-    "each token needs heavy matrix math. So a long prompt slows the first token but not the rest."
+    "each token needs heavy matrix math."
 )
 
 

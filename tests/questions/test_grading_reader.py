@@ -144,3 +144,20 @@ def test_the_reader_flags_the_belief_and_not_the_same_words_stating_the_opposite
 
 def test_without_the_reader_the_belief_is_not_flagged(bank, without_reader):
     assert grade(question=bank.question("inference-bottleneck"), answer=COMPUTE_BOUND).misconceptions == ()
+
+
+# A known error of the belief reader (found by tests/questions/test_challenges.py in session 11,
+# after round 12's first run): the sentence says a long prompt DOES slow the first token, and the
+# reader reads it as the belief that it does not ("... does not delay the first token, it only
+# changes the later tokens"): same frame, opposite direction. Strict: when a retrained reader
+# gets it right this test fails, and the mark is moved into the passing tests above.
+LONG_PROMPT_SLOWS_FIRST_TOKEN = (
+    "Prefill is memory-bound because it streams the prompt, while decode is compute-bound because "
+    "each token needs heavy matrix math. So a long prompt slows the first token but not the rest."
+)
+
+
+@pytest.mark.xfail(strict=True, reason="known error: the reader misses the direction of this sentence")
+def test_a_long_prompt_slowing_the_first_token_is_not_read_as_ttft_independent_of_the_prompt(bank):
+    result = grade(question=bank.question("prefill-decode-ttft"), answer=LONG_PROMPT_SLOWS_FIRST_TOKEN)
+    assert "ttft-independent-of-prompt" not in {m.id for m in result.misconceptions}
