@@ -115,6 +115,6 @@ def reader() -> BeliefReader:
             if _reader is None:
                 _reader = BeliefReader(
                     weights=READER_FILE, base_directory=model_dir(),
-                    base_words=encoder().base_tensors([WORD_TABLE])[WORD_TABLE],
+                    base_words=encoder().word_table,
                 )
     return _reader

@@ -23,7 +23,7 @@ import os
 import struct
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,11 +158,11 @@ class Bert:
             )
         self.width = self._words.shape[1]
         self._head_width = self.width // _HEADS
-        self._tensors = {"embeddings.word_embeddings.weight": self._words}
 
-    def tensors(self, names: Sequence[str]) -> dict[str, np.ndarray]:
-        """Some of the model's own arrays, by their safetensors names (read-only views)."""
-        return {name: self._tensors[name] for name in names}
+    @property
+    def word_table(self) -> np.ndarray:
+        """The word-piece embeddings (a read-only view), for a model fine-tuned from this one."""
+        return self._words
 
     def forward(self, sequences: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
         """Every sequence's last-layer token vectors, flat (tokens, width), and where each
@@ -253,9 +253,10 @@ class SentenceEncoder:
             )
         )
 
-    def base_tensors(self, names: Sequence[str]) -> dict[str, np.ndarray]:
-        """Arrays of the sentence model, for a model fine-tuned from it that shares them."""
-        return self._bert.tensors(names)
+    @property
+    def word_table(self) -> np.ndarray:
+        """The sentence model's word-piece embeddings, for a model fine-tuned from it."""
+        return self._bert.word_table
 
     def pooled_many(self, texts: list[str]) -> list[tuple[np.ndarray, int]]:
         """(sum of token vectors, token count) per text, all run in one pass.

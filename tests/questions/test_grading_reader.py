@@ -3,6 +3,7 @@ the decision model: no database."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 
@@ -74,8 +75,6 @@ def test_a_stage_that_would_read_the_reader_backwards_is_refused():
 
 
 def test_the_shipped_stage_was_fitted_on_rounds_neither_reader_was_trained_on():
-    import json
-
     document = json.loads(semantic.MODEL_FILE.read_text(encoding="utf-8"))
     assert set(document["reader"]["fitted_on"]).isdisjoint(document["fitted_on"])
     stage = semantic.load_model().reader
