@@ -16,7 +16,11 @@ After the three epochs, one more pass over the hard negatives (each sentence of 
 model answer and of the belief's correction, paired with the belief: right by construction,
 often close in words) mixed with every positive and as many other negatives, drawn with the
 seed: without it the reader flagged two model answers' own sentences ("The GPU is not the
-bottleneck at this size; the CPU is." as "decode is bandwidth-bound"). `--checkpoint PATH`
+bottleneck at this size; the CPU is." as "decode is bandwidth-bound"). The pass also takes
+`--right-sentences N` (default 1,200) pairs drawn with the seed from the export's right answer
+sentences (each sentence of a development round's strong or plain-words answer against each of
+its question's beliefs): a writer's right sentence on the belief's topic was the reader's
+commonest false flag on held-out answers. `--checkpoint PATH`
 keeps the float32 weights after the three epochs; `--resume PATH` starts from such a file
 and runs only the extra pass.
 
@@ -43,6 +47,7 @@ WORD_TABLE = "embeddings.word_embeddings.weight"
 # by weight decay, are the base model's.
 ROW_TOLERANCE = 1e-3
 EPOCHS, BATCH, RATE, MAX_TOKENS, SEED = 3, 16, 4e-5, 160, 0
+RIGHT_SENTENCES = 1200
 
 
 class CrossEncoder(torch.nn.Module):
@@ -70,6 +75,10 @@ def main() -> None:
     parser.add_argument("out", type=Path, help="the safetensors file to write")
     parser.add_argument("--checkpoint", type=Path, help="keep the weights after the main epochs here")
     parser.add_argument("--resume", type=Path, help="start from --checkpoint's file: only the extra pass")
+    parser.add_argument(
+        "--right-sentences", type=int, default=RIGHT_SENTENCES,
+        help="right answer sentences drawn into the extra pass (0: none)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(2)
     torch.manual_seed(SEED)
@@ -112,6 +121,8 @@ def main() -> None:
         if args.checkpoint:
             save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(args.checkpoint))
     hard = [(r["belief"], r["unit"], 0.0) for r in data["hard_negatives"]]
+    right = [(r["belief"], r["unit"], 0.0) for r in data.get("right_sentences", [])]
+    hard += rng.sample(right, min(args.right_sentences, len(right)))
     others = [t for t in train if not t[2]]
     extra = hard + [t for t in train if t[2]] + rng.sample(others, min(len(hard), len(others)))
     one_pass(extra, torch.optim.AdamW(model.parameters(), lr=RATE), "hard negatives")

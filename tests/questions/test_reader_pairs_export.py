@@ -11,6 +11,8 @@ from django.core.management import call_command
 
 from questions.bank import load_bank
 from questions.grading.belief_reader import belief_text
+from questions.grading.evaluation import discover_rounds, round_answers
+from questions.grading.text import split_sentences
 
 ROOT = Path(__file__).resolve().parents[2]
 EVALUATION_SET = ROOT / "tests" / "questions" / "evaluation_set"
@@ -42,4 +44,22 @@ def test_training_pairs_come_from_development_rounds_and_the_bank_never_a_held_o
     hard = [r["unit"] for r in data["hard_negatives"] if r["belief"] == belief]
     assert hard and all(not r["label"] for r in data["hard_negatives"])
     assert all(sentence in gqa.model_answer or sentence in flops.correction for sentence in hard)
+    # Right answer sentences: every sentence of a development strong or plain-words answer that
+    # holds no belief, against each of its question's beliefs, as no.
+    right = data["right_sentences"]
+    assert right and {r["round"] for r in right} == {"development"}
+    assert not any(r["label"] for r in right)
+    answers = {a.key: a for a in round_answers(round_=discover_rounds(tmp_path)[0], bank=bank)}
+    assert {answers[r["answer"]].category for r in right} == {"strong", "paraphrase"}
+    assert all(r["unit"] in answers[r["answer"]].text for r in right)
+    assert not any(answers[r["answer"]].misconceptions for r in right)
+    ttft = bank.question("prefill-decode-ttft")
+    one = next(
+        a for a in answers.values()
+        if a.category == "strong" and not a.misconceptions and a.follow_up is None
+    )
+    assert {(r["belief"], r["unit"]) for r in right if r["answer"] == one.key} == {
+        (belief_text(m), sentence.text)
+        for m in ttft.misconceptions if m.statements for sentence in split_sentences(one.text)
+    }
     assert out.getvalue().startswith(f"wrote {tmp_path / 'pairs.json'}: {len(data['answers'])} answer pairs")

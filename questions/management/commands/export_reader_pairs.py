@@ -6,8 +6,11 @@ belief, labelled by whether the answer holds it; and pairs from the bank itself:
 other statements as yes, its question's criteria, three paraphrases per criterion and three
 statements of each other belief as no; and hard negatives, sentences that are right by
 construction and often close in words to the belief: every sentence of the question's model
-answer and of the belief's own correction, as no. `tools/train_belief_reader.py` trains on
-the file. Held-out rounds never reach it.
+answer and of the belief's own correction, as no; and, from the same rounds, every sentence of
+each strong or plain-words answer that holds no belief, against each of its question's beliefs,
+as no: right sentences on the belief's own topic, in a writer's words rather than the bank's
+(the reader's commonest false flag on held-out answers was such a sentence).
+`tools/train_belief_reader.py` trains on the file. Held-out rounds never reach it.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from questions.grading.text import split_sentences
 # same on every run.
 SEED = 0
 PER_ITEM = 3
+# Answers of these styles hold no belief when their labels list none: every sentence is right.
+RIGHT_STYLES = frozenset({"strong", "paraphrase"})
 
 
 class Command(BaseCommand):
@@ -57,7 +62,15 @@ class Command(BaseCommand):
         ]
         encoder().remember_sentences()
         rows: list[dict[str, Any]] = []
+        right_sentences: list[dict[str, Any]] = []
         for round_, answer, target, meaning in graded_free_text(rounds=rounds, bank=bank):
+            if answer.category in RIGHT_STYLES and not answer.misconceptions:
+                right_sentences.extend(
+                    {"round": round_.name, "answer": answer.key, "belief": belief_text(m),
+                     "unit": sentence.text, "label": False}
+                    for m in target.misconceptions if m.statements
+                    for sentence in split_sentences(answer.text)
+                )
             for misconception, candidate in zip(
                 target.misconceptions, meaning.misconception_candidates, strict=True,
             ):
@@ -72,7 +85,7 @@ class Command(BaseCommand):
         options["out"].write_text(
             json.dumps({
                 "rounds": [r.name for r in rounds], "answers": rows, "bank": from_bank,
-                "hard_negatives": hard,
+                "hard_negatives": hard, "right_sentences": right_sentences,
             }),
             encoding="utf-8",
         )
@@ -80,7 +93,7 @@ class Command(BaseCommand):
             f"wrote {options['out']}: {len(rows)} answer pairs "
             f"({sum(r['label'] for r in rows)} yes) from {len(rounds)} rounds, "
             f"{len(from_bank)} bank pairs ({sum(r['label'] for r in from_bank)} yes), "
-            f"{len(hard)} hard negatives",
+            f"{len(hard)} hard negatives, {len(right_sentences)} right answer sentences",
         )
         encoder().remember_sentences(on=False)
 
