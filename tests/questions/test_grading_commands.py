@@ -151,13 +151,14 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout7", "1st", "run", "heldout7", "now", "heldout8", "1st", "run", "heldout8", "now",
         "heldout9", "1st", "run", "heldout9", "now", "heldout10", "1st", "run", "heldout10", "now",
         "heldout11", "1st", "run", "heldout11", "now", "heldout12", "1st", "run", "heldout12", "now",
+        "heldout13", "1st", "run", "heldout13", "now",
     ]
     rows = {line[:36].strip(): line[36:].split() for line in lines if line[:36].strip()}
     columns = [
         "development", "heldout", "heldout2", "heldout3 1st", "heldout3 now", "heldout4 1st", "heldout4 now",
         "heldout5 1st", "heldout5 now", "heldout6 1st", "heldout6 now", "heldout7 1st", "heldout7 now",
         "heldout8 1st", "heldout8 now", "heldout9 1st", "heldout9 now", "heldout10 1st", "heldout10 now",
-        "heldout11 1st", "heldout11 now", "heldout12 1st", "heldout12 now",
+        "heldout11 1st", "heldout11 now", "heldout12 1st", "heldout12 now", "heldout13 1st", "heldout13 now",
     ]
     misconception = rows["misconception (flagged and <= 50%)"]
     agreement = rows["criterion agreement"]
@@ -185,15 +186,17 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout11": (["27/58", "47%"], "79%", "0.58", ["284/348", "82%"]),
         # Round 12 (session 10, sealed until session 11's belief reader): 45 of 58, 80%, 0.60.
         "heldout12": (["45/58", "78%"], "80%", "0.60", ["287/348", "82%"]),
+        # Round 13 (session 10, sealed until session 12): the same grader as round 12's first run.
+        "heldout13": (["44/58", "76%"], "78%", "0.57", ["290/348", "83%"]),
     }
     for name, (flagged, agreed, kappa_, right) in first_runs.items():
         at = columns.index(f"{name} 1st")
         assert misconception[2 * at : 2 * at + 2] == flagged, name
         assert (agreement[at], kappa[at]) == (agreed, kappa_), name
         assert graded_right[2 * at : 2 * at + 2] == right, name
-    twelfth = columns.index("heldout12 1st")
+    thirteenth = columns.index("heldout13 1st")
     # Today's columns grade the answers in the folder: one question's six per round here.
-    assert graded_right[2 * (twelfth + 1)].endswith("/6")
+    assert graded_right[2 * (thirteenth + 1)].endswith("/6")
     # Near misses are counted today; first runs recorded before the mark sheet quoted them show "-".
     assert rows["near misses quoted: points made"].count("-") == 7
     assert rows["false misses quoted as near misses"].count("-") == 7
@@ -208,14 +211,16 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "first run 2026-12-02 19:44 UTC at 74bc3acdeb92" in text
     assert "first run 2026-12-02 20:05 UTC at 29011872782c" in text
     assert "first run 2026-12-03 07:08 UTC at 9920be0e4b0a" in text
-    assert "heldout12: held-out;" in text
+    assert "first run 2026-12-03 10:59 UTC at 8c1bea76fdd3" in text
+    assert "heldout12: held-out;" in text and "heldout13: held-out;" in text
     assert "heldout4: development;" in text and "heldout5: development;" in text
     # Rounds 7-11 were tuned on in session 11 (the belief reader's stage was fitted on them).
     assert "heldout6: development;" in text and "heldout7: development;" in text
     assert "heldout8: development;" in text and "heldout9: development;" in text
     assert "heldout10: development;" in text and "heldout11: development;" in text
     # Rounds written blind and not yet graded are listed, sealed, with no column.
-    assert "heldout13: sealed (written blind, not graded yet" in text
+    assert "heldout14: sealed (written blind, not graded yet" in text
+    assert "heldout15: sealed (written blind, not graded yet" in text
 
 
 LABELLED = """question = "inference-bottleneck"
@@ -316,8 +321,8 @@ def test_the_reader_stage_is_fitted_on_graded_rounds_the_decision_model_never_sa
     monkeypatch.setattr(semantic, "MODEL_FILE", model_file)
     source = ROOT / "tests" / "questions" / "evaluation_set"
     rounds = tmp_path / "rounds"
-    # heldout6 (fitted on), heldout7 and heldout8 (graded once, not fitted on), heldout13 (sealed).
-    for name in ("heldout6", "heldout7", "heldout8", "heldout13"):
+    # heldout6 (fitted on), heldout7 and heldout8 (graded once, not fitted on), heldout14 (sealed).
+    for name in ("heldout6", "heldout7", "heldout8", "heldout14"):
         (rounds / name).mkdir(parents=True)
         (rounds / name / "round.json").write_text((source / name / "round.json").read_text())
         for path in sorted(source.joinpath(name).glob("*.toml"))[:8]:
