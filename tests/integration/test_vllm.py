@@ -145,7 +145,13 @@ def test_labs_show_their_lessons_on_vllm(vllm_target, user, capsys):
                    "repeats=2")
     short, long = steps["max_tokens=8"], steps["max_tokens=64"]
     assert short["output_tokens"]["min"] == 8 and long["output_tokens"]["max"] == 64
-    assert long["e2e_s"]["p50"] > 2.5 * short["e2e_s"]["p50"]
+    # The growth is all after the first token: 63 decode steps against 7 (about 9x). Not a fixed
+    # ratio of the totals: on a CPU without AVX-512 (bf16 emulated, an AVX2-only AMD EPYC in
+    # session 12) the 64-token prompt's prefill alone took ~1.9 s and decode ~66 ms a token, so the
+    # totals were 2.46 and 6.15 s (2.497x), where AVX-512 machines gave well over 2.5x.
+    after_first = {name: step["e2e_s"]["p50"] - step["ttft_s"]["p50"] for name, step in steps.items()}
+    assert after_first["max_tokens=64"] > 4 * after_first["max_tokens=8"]
+    assert long["e2e_s"]["p50"] > short["e2e_s"]["p50"] + 0.5 * after_first["max_tokens=64"]
     assert long["ttft_s"]["p50"] < 2.0 * short["ttft_s"]["p50"]
 
     # Lab 2: TTFT rises with prompt length.
