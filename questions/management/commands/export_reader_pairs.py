@@ -28,7 +28,7 @@ from questions.grading import semantic
 from questions.grading.belief_reader import belief_text
 from questions.grading.calibration import graded_free_text
 from questions.grading.embedding import encoder
-from questions.grading.evaluation import discover_rounds
+from questions.grading.evaluation import LabelledAnswer, discover_rounds
 from questions.grading.text import split_sentences
 
 # Bank pairs sample paraphrases and other beliefs' statements with this seed: the file is the
@@ -64,13 +64,7 @@ class Command(BaseCommand):
         rows: list[dict[str, Any]] = []
         right_sentences: list[dict[str, Any]] = []
         for round_, answer, target, meaning in graded_free_text(rounds=rounds, bank=bank):
-            if answer.category in RIGHT_STYLES and not answer.misconceptions:
-                right_sentences.extend(
-                    {"round": round_.name, "answer": answer.key, "belief": belief_text(m),
-                     "unit": sentence.text, "label": False}
-                    for m in target.misconceptions if m.statements
-                    for sentence in split_sentences(answer.text)
-                )
+            right_sentences.extend(right_answer_sentences(round_name=round_.name, answer=answer, target=target))
             for misconception, candidate in zip(
                 target.misconceptions, meaning.misconception_candidates, strict=True,
             ):
@@ -105,6 +99,21 @@ def _free_text_targets(bank: Bank) -> list[Question | FollowUp]:
             targets.append(question)
         targets.extend(f for f in question.follow_ups if f.type == "free_text")
     return targets
+
+
+def right_answer_sentences(
+    *, round_name: str, answer: LabelledAnswer, target: Question | FollowUp,
+) -> list[dict[str, Any]]:
+    """Each sentence of a strong or plain-words answer that holds no belief, against each of its
+    question's beliefs, as no (none for other answers)."""
+    if answer.category not in RIGHT_STYLES or answer.misconceptions:
+        return []
+    return [
+        {"round": round_name, "answer": answer.key, "belief": belief_text(m),
+         "unit": sentence.text, "label": False}
+        for m in target.misconceptions if m.statements
+        for sentence in split_sentences(answer.text)
+    ]
 
 
 def hard_negatives(*, bank: Bank) -> list[dict[str, Any]]:
