@@ -68,12 +68,8 @@ def stop_on_sigterm() -> StopSignals:
     return StopSignals((signal.SIGTERM, signal.SIGHUP), raise_first=True).install()
 
 
-def process_tree_cpu_s(*, pid: int) -> float:
-    """User + system CPU seconds of a process and all its descendants, from /proc.
-
-    The machine is shared, so wall-clock rates move with everyone else's load; CPU seconds per
-    request do not, and say what the server itself spends. Returns 0.0 where /proc is missing.
-    """
+def _processes() -> tuple[dict[int, int], dict[int, float]]:
+    """Every process's parent and user + system CPU seconds, from /proc (empty where it is missing)."""
     ticks = os.sysconf("SC_CLK_TCK")
     parents: dict[int, int] = {}
     cpu: dict[int, float] = {}
@@ -89,6 +85,10 @@ def process_tree_cpu_s(*, pid: int) -> float:
         child = int(entry.name)
         parents[child] = int(fields[1])
         cpu[child] = (int(fields[11]) + int(fields[12])) / ticks
+    return parents, cpu
+
+
+def _tree_cpu_s(*, pid: int, parents: dict[int, int], cpu: dict[int, float]) -> float:
     tree, frontier = {pid}, [pid]
     while frontier:
         parent = frontier.pop()
@@ -97,6 +97,26 @@ def process_tree_cpu_s(*, pid: int) -> float:
                 tree.add(child)
                 frontier.append(child)
     return sum(cpu.get(member, 0.0) for member in tree)
+
+
+def process_tree_cpu_s(*, pid: int) -> float:
+    """User + system CPU seconds of a process and all its descendants, from /proc.
+
+    The machine is shared, so wall-clock rates move with everyone else's load; CPU seconds per
+    request do not, and say what the server itself spends. Returns 0.0 where /proc is missing.
+    """
+    parents, cpu = _processes()
+    return _tree_cpu_s(pid=pid, parents=parents, cpu=cpu)
+
+
+def children_cpu_s(*, pid: int) -> dict[int, float]:
+    """CPU seconds of each direct child of a process (with its own descendants): per gunicorn
+    worker, to see how evenly the load generator's connections landed on them."""
+    parents, cpu = _processes()
+    return {
+        child: _tree_cpu_s(pid=child, parents=parents, cpu=cpu)
+        for child, parent in parents.items() if parent == pid
+    }
 
 
 @dataclass

@@ -51,6 +51,7 @@ from bench._server import (
     ROOT,
     BenchSite,
     bench_site,
+    children_cpu_s,
     free_port,
     percentile,
     process_tree_cpu_s,
@@ -63,6 +64,8 @@ DEFAULT_QUESTION_PATH = "/practice/q/prefill-decode-ttft/"
 DEFAULT_LAB_PATH = "/labs/ttft-vs-output-length/"
 TARGET_RATIO = 0.5
 TARGET_P95_MS = 50.0
+# A worker doing more than this share of the work (two workers) means the connections landed unevenly.
+UNEVEN_SHARE = 0.75
 
 # wrk's --latency table has no p95; its Lua done() hook can read any percentile.
 WRK_REPORT = """
@@ -89,6 +92,8 @@ class LoadResult:
     errors: dict[str, int] = field(default_factory=dict)
     server_cpu_s: float = 0.0
     client_cpu_s: float = 0.0
+    # The busiest gunicorn worker's share of the workers' CPU over the phase (1/workers: even).
+    busiest_worker_share: float = 0.0
 
     @property
     def rate(self) -> float:
@@ -187,6 +192,7 @@ def measure_load(
 ) -> LoadResult:
     """One load phase, with the server's and the load generator's CPU time over it."""
     server_before = process_tree_cpu_s(pid=server_pid)
+    workers_before = children_cpu_s(pid=server_pid)
     children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     self_before = resource.getrusage(resource.RUSAGE_SELF)
     if tool == "httpx":
@@ -194,6 +200,8 @@ def measure_load(
     else:
         result = run_wrk(wrk=tool, url=url, clients=clients, duration_s=duration_s, script=script, cookie=cookie)
     result.server_cpu_s = process_tree_cpu_s(pid=server_pid) - server_before
+    worker_cpu = [used - workers_before.get(pid, 0.0) for pid, used in children_cpu_s(pid=server_pid).items()]
+    result.busiest_worker_share = max(worker_cpu) / sum(worker_cpu) if sum(worker_cpu) > 0 else 0.0
     children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
     self_after = resource.getrusage(resource.RUSAGE_SELF)
     result.client_cpu_s = (
@@ -359,18 +367,28 @@ def main() -> int:
     )
     print(
         f"{'':21}{'bytes':>8}{'req/s':>9}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}{'max ms':>9}{'requests':>10}"
-        f"{'server CPU ms/req':>19}{'x static':>10}"
+        f"{'server CPU ms/req':>19}{'x static':>10}{'busiest worker':>16}"
     )
     for label, result in results.items():
         ratio = result.rate / static.rate if static.rate else 0.0
         print(
             f"{label:21}{sizes[label]:8d}{result.rate:9.1f}{result.p50_ms:9.1f}{result.p95_ms:9.1f}{result.p99_ms:9.1f}"
             f"{result.max_ms:9.1f}{result.requests:10d}{result.server_cpu_ms_per_request:19.2f}{ratio:10.2f}"
+            f"{100 * result.busiest_worker_share:15.0f}%"
         )
     if tool == "httpx":
         print(
             "note: the httpx loop shares this machine's CPUs with the server and needs more of them than wrk, "
             "so the static rate (and the ratio) understate what the server can do; install wrk for the real figure"
+        )
+    uneven = [label for label, result in results.items() if result.busiest_worker_share > UNEVEN_SHARE]
+    if uneven and args.workers > 1:
+        # wrk opens its connections at once and keeps them; each gunicorn worker serves the ones
+        # it accepted, and one worker can win most of them. Its rate is then one core's.
+        print(
+            f"note: one gunicorn worker did over {100 * UNEVEN_SHARE:.0f}% of the work on: {', '.join(uneven)} "
+            "(wrk's kept-alive connections landed unevenly on the workers, so that page was served by about "
+            "one core: run again before reading its ratio)"
         )
     for label, result in results.items():
         if result.errors:

@@ -4,12 +4,11 @@ The judge's registered names keep their "workers.tasks." prefix for messages alr
 the beat schedule (see labs/tasks.py); questions.services sends tasks by these names.
 """
 
-import os
-
 from celery import shared_task
 from celery.signals import celeryd_after_setup
 from django.conf import settings
 
+from core.cpu_priority import lower_cpu_priority
 from questions import services
 
 
@@ -37,8 +36,8 @@ def settle_stale_judgements() -> list[int]:
 def _load_the_grader(sender: str, instance, **kwargs) -> None:
     """A worker on the grading queue loads the sentence model once, in its main process before
     the pool forks, so every child shares the weights and the first answer is not the slow one;
-    it runs below the web's CPU priority (GRADING_WORKER_NICENESS), its children too."""
+    it runs below the web's CPU priority (GRADING_WORKER_NICENESS), its children too, and so does
+    its session when it leads one (core.cpu_priority says why nice alone is not enough)."""
     if settings.GRADING_QUEUE in instance.app.amqp.queues.consume_from:
-        if settings.GRADING_WORKER_NICENESS:
-            os.nice(settings.GRADING_WORKER_NICENESS)
+        lower_cpu_priority(niceness=settings.GRADING_WORKER_NICENESS)
         services.load_grader()

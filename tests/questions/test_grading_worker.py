@@ -3,8 +3,10 @@ answer is stored at once and the learner sees "Marking your answer…" until the
 by htmx's poll or, without JavaScript, by the page reloading itself. Nothing is lost when no
 worker runs: the settler marks what waited too long."""
 
+import os
 import re
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 import redis
@@ -48,13 +50,20 @@ def test_the_learner_sees_marking_then_the_sheet_a_worker_started_later_grades(
     assert "Marking your answer" in html and f"/practice/attempts/{attempt.pk}/feedback/" in html
     assert "Marking your answer" in _feedback(logged_in_client, attempt)
 
-    celery_worker("grading")
+    worker = celery_worker("grading")
     sheet = wait_for(
         lambda: (text := _feedback(logged_in_client, attempt)) and "Got it" in text and text,
         timeout_s=120,
         message="the grading worker's mark sheet",
     )
     assert "From your answer" in sheet and "hx-trigger" not in sheet  # graded: the polling stops
+    # It grades below the web's CPU priority, its session too (nice alone does not hold against
+    # gunicorn in another session: core.cpu_priority).
+    niceness = settings.GRADING_WORKER_NICENESS
+    assert os.getpriority(os.PRIO_PROCESS, worker.pid) == os.nice(0) + niceness
+    autogroup = Path(f"/proc/{worker.pid}/autogroup")
+    if autogroup.exists():
+        assert autogroup.read_text().split()[1:] == ["nice", str(niceness)]
     attempt.refresh_from_db()
     assert attempt.score == attempt.max_score == 3
     assert ReviewCard.objects.filter(user=user, question=attempt.question).exists()
