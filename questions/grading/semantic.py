@@ -341,6 +341,8 @@ class Logistic:
 
 # What the reader stage reads: the decision model's log-odds and the belief reader's.
 READER_FEATURES = ("decision_logit", "reader_logit")
+# What the criterion stage reads: both readers' log-odds and whether the patterns credit it.
+CRITERION_STAGE_FEATURES = ("decision_logit", "reader_logit", "pattern")
 
 
 @dataclass(frozen=True)
@@ -381,6 +383,50 @@ class ReaderStage:
         }
 
 
+@dataclass(frozen=True)
+class CriterionStage:
+    """How the criterion reader (belief_reader.criterion_reader), the decision model and the
+    patterns decide a criterion together: a logistic over CRITERION_STAGE_FEATURES, fitted on
+    rounds neither reader was trained on.
+
+    The reader is asked only where its answer can change the verdict: for log-odds anywhere in
+    `reader_range` (those seen in fitting, widened by a margin) the verdict would otherwise be
+    the same, so it is given without the cross-encoder pass."""
+
+    logistic: Logistic
+    reader_range: tuple[float, float]
+
+    def _z(self, features: Mapping[str, float]) -> float:
+        x = np.array([features[name] for name in self.logistic.features], dtype=np.float64)
+        return float(((x - self.logistic.mean) / self.logistic.scale) @ self.logistic.weights + self.logistic.bias)
+
+    def decides(self, *, decision_logit: float, pattern: bool) -> bool | None:
+        """The verdict without the reader, where every reader log-odds in range gives the same
+        one; else None: ask it."""
+        target = logit(self.logistic.threshold)
+        low, high = self.reader_range
+        known = {"decision_logit": decision_logit, "pattern": float(pattern)}
+        if self._z({**known, "reader_logit": high}) < target:
+            return False
+        if self._z({**known, "reader_logit": low}) >= target:
+            return True
+        return None
+
+    def met(self, features: Mapping[str, float]) -> bool:
+        return self.logistic.probability(features) >= self.logistic.threshold
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> CriterionStage:
+        low, high = data["reader_range"]  # type: ignore[misc]
+        return cls(logistic=Logistic.from_dict(data["logistic"]), reader_range=(float(low), float(high)))  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "logistic": self.logistic.to_dict(),
+            "reader_range": [round(self.reader_range[0], 6), round(self.reader_range[1], 6)],
+        }
+
+
 def logit(probability: float) -> float:
     clipped = min(max(probability, 1e-12), 1.0 - 1e-12)
     return float(np.log(clipped / (1.0 - clipped)))
@@ -394,6 +440,9 @@ class SemanticModel:
     misconception: Logistic
     # The belief reader's stage for misconceptions; None: the decision model decides alone.
     reader: ReaderStage | None = None
+    # The criterion reader's stage: whether a criterion is met, from the decision model, the
+    # criterion reader and the patterns together; None: patterns or the decision model credit.
+    criterion_stage: CriterionStage | None = None
 
 
 MODEL_FILE = Path(__file__).with_name("semantic_model.json")
@@ -408,6 +457,9 @@ def load_model(path: Path = MODEL_FILE) -> SemanticModel:
         criterion=Logistic.from_dict(data["criterion"]),
         misconception=Logistic.from_dict(data["misconception"]),
         reader=ReaderStage.from_dict(data["reader"]["stage"]) if data.get("reader") else None,
+        criterion_stage=(
+            CriterionStage.from_dict(data["criterion_reader"]["stage"]) if data.get("criterion_reader") else None
+        ),
     )
 
 

@@ -349,3 +349,34 @@ def test_the_reader_stage_refuses_fewer_than_two_rounds_and_a_threshold_outside_
         run("fit_semantic_model", "--reader-stage", "--dir", str(tmp_path))
     with pytest.raises(CommandError, match=r"--threshold must be between 0 and 1, not 1\.5"):
         run("fit_semantic_model", "--reader-stage", "--threshold", "1.5", "--dir", str(tmp_path))
+
+
+def test_the_criterion_stage_is_fitted_on_graded_rounds_the_decision_model_never_saw(tmp_path, monkeypatch):
+    from questions.grading import semantic
+
+    shipped = json.loads(semantic.MODEL_FILE.read_text())
+    model_file = tmp_path / "semantic_model.json"
+    model_file.write_text(semantic.MODEL_FILE.read_text())
+    monkeypatch.setattr(semantic, "MODEL_FILE", model_file)
+    source = ROOT / "tests" / "questions" / "evaluation_set"
+    rounds = tmp_path / "rounds"
+    # heldout6 (fitted on), heldout7 and heldout8 (graded once, not fitted on), heldout15 (sealed).
+    for name in ("heldout6", "heldout7", "heldout8", "heldout15"):
+        (rounds / name).mkdir(parents=True)
+        (rounds / name / "round.json").write_text((source / name / "round.json").read_text())
+        for path in sorted(source.joinpath(name).glob("*.toml"))[:6]:
+            (rounds / name / path.name).write_text(path.read_text())
+    text = run("fit_semantic_model", "--criterion-stage", "--dir", str(rounds))
+    lines = text.splitlines()
+    assert lines[0] == "The criterion stage, each round left out of its fit, next to the round's first run"
+    assert lines[1].split() == [
+        "heldout7", "left", "out", "heldout7", "first", "run", "heldout8", "left", "out", "heldout8", "first", "run",
+    ]
+    assert "the reader is asked for its log-odds from" in text
+    written = json.loads(model_file.read_text())
+    assert written["criterion_reader"]["fitted_on"] == ["heldout7", "heldout8"]
+    assert written["criterion_reader"]["stage"]["logistic"]["threshold"] == 0.5
+    # The decision model and the belief reader's stage are untouched.
+    assert written["criterion"] == shipped["criterion"] and written["reader"] == shipped["reader"]
+    with pytest.raises(CommandError, match=r"--threshold must be between 0 and 1, not 0"):
+        run("fit_semantic_model", "--criterion-stage", "--threshold", "0", "--dir", str(rounds))

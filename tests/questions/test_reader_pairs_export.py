@@ -12,6 +12,7 @@ from django.core.management import call_command
 from questions.bank import load_bank
 from questions.grading.belief_reader import belief_text
 from questions.grading.evaluation import discover_rounds, round_answers
+from questions.grading.semantic import statement_of
 from questions.grading.text import split_sentences
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,3 +64,38 @@ def test_training_pairs_come_from_development_rounds_and_the_bank_never_a_held_o
         for m in ttft.misconceptions if m.statements for sentence in split_sentences(one.text)
     }
     assert out.getvalue().startswith(f"wrote {tmp_path / 'pairs.json'}: {len(data['answers'])} answer pairs")
+
+
+def test_criterion_pairs_come_from_development_rounds_and_the_bank_never_a_held_out_round(tmp_path):
+    shutil.copy(EVALUATION_SET / "prefill-decode-ttft.toml", tmp_path)
+    held_out = tmp_path / "heldout99"
+    held_out.mkdir()
+    shutil.copy(EVALUATION_SET / "heldout12" / "gqa-mqa-kv-cache.toml", held_out)
+    (held_out / "round.json").write_text(json.dumps({"status": "held-out", "written": "blind"}))
+    call_command(
+        "export_criterion_pairs", str(tmp_path / "pairs.json"), "--dir", str(tmp_path), stdout=io.StringIO(),
+    )
+    data = json.loads((tmp_path / "pairs.json").read_text())
+    assert data["rounds"] == ["development"]
+    bank = load_bank(content_dir=ROOT / "questions" / "content")
+    ttft = bank.question("prefill-decode-ttft")
+    answers = {a.key: a for a in round_answers(round_=discover_rounds(tmp_path)[0], bank=bank)}
+    rows = data["answers"]
+    assert rows and {r["round"] for r in rows} == {"development"}
+    # Each row is a sentence (or two) of the answer, labelled as the answer's labels say.
+    statements = {statement_of(c.earns): c.id for c in ttft.rubric}
+    for row in rows:
+        answer = answers[row["answer"]]
+        assert row["unit"] in answer.text or all(part in answer.text for part in split_sentences(row["unit"]))
+        if answer.follow_up is None:
+            assert row["label"] == answer.expected[statements[row["criterion"]]]
+    assert {True, False} <= {r["label"] for r in rows}
+    held_out_text = (held_out / "gqa-mqa-kv-cache.toml").read_text()
+    assert not any(r["unit"] in held_out_text for r in rows if len(r["unit"]) > 40)
+    # The bank: a criterion's paraphrases as yes; its question's misconceptions as no.
+    gqa = bank.question("gqa-mqa-kv-cache")
+    point = gqa.rubric[0]
+    statement = statement_of(point.earns)
+    assert {"criterion": statement, "unit": point.paraphrases[0], "label": True} in data["bank"]
+    wrong = [r["unit"] for r in data["bank"] if r["criterion"] == statement and not r["label"]]
+    assert any(u in m.statements for m in gqa.misconceptions for u in wrong)

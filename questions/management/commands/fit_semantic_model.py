@@ -11,6 +11,9 @@
                                            # with a first run that the decision model was
                                            # not fitted on, with leave-one-round-out
                                            # figures, and add it to the model file
+    manage.py fit_semantic_model --criterion-stage
+                                           # the same for the criterion reader's stage
+                                           # (calibration.fit_criterion_stage)
 
 Held-out rounds (status "held-out" in their round.json) are never fitted on by the decision
 model. The reader stage is fitted only on rounds with a first run that the decision model (and
@@ -20,6 +23,7 @@ tuned on, and its round.json says so.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -51,16 +55,34 @@ class Command(BaseCommand):
             help="fit the belief reader's stage on rounds with a first run the decision model was not fitted on",
         )
         parser.add_argument(
-            "--threshold", type=float, default=calibration.MISCONCEPTION_THRESHOLD,
-            help="with --reader-stage: flag a misconception from this stage probability",
+            "--criterion-stage", action="store_true",
+            help="fit the criterion reader's stage on rounds with a first run the decision model was not fitted on",
+        )
+        parser.add_argument(
+            "--threshold", type=float, default=None,
+            help=(
+                "with --reader-stage: flag a misconception from this stage probability (default "
+                f"{calibration.MISCONCEPTION_THRESHOLD}); with --criterion-stage: credit a criterion "
+                f"from it (default {calibration.CRITERION_THRESHOLD})"
+            ),
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
         bank = load_bank(content_dir=Path(settings.BASE_DIR) / "questions" / "content")
+        threshold = options["threshold"]
+        if threshold is not None and not 0.0 < threshold < 1.0:
+            raise CommandError(f"--threshold must be between 0 and 1, not {threshold}")
         if options["reader_stage"]:
-            if not 0.0 < options["threshold"] < 1.0:
-                raise CommandError(f"--threshold must be between 0 and 1, not {options['threshold']}")
-            self._reader_stage(bank=bank, directory=options["dir"], threshold=options["threshold"])
+            self._reader_stage(
+                bank=bank, directory=options["dir"],
+                threshold=calibration.MISCONCEPTION_THRESHOLD if threshold is None else threshold,
+            )
+            return
+        if options["criterion_stage"]:
+            self._criterion_stage(
+                bank=bank, directory=options["dir"],
+                threshold=calibration.CRITERION_THRESHOLD if threshold is None else threshold,
+            )
             return
         rounds = [r for r in discover_rounds(options["dir"]) if not r.held_out]
         encoder().remember_sentences()
@@ -89,8 +111,9 @@ class Command(BaseCommand):
             )
             self.stdout.write(f"wrote {semantic.MODEL_FILE}")
             self.stdout.write(
-                "the belief reader's stage was fitted on the old decision model and is not "
-                "kept: fit it again with --reader-stage",
+                "the belief reader's and the criterion reader's stages were fitted on the old "
+                "decision model and are not kept: fit them again with --reader-stage and "
+                "--criterion-stage",
             )
         encoder().remember_sentences(on=False)
 
@@ -111,6 +134,7 @@ class Command(BaseCommand):
         decision = semantic.load_model()
         decision = semantic.SemanticModel(
             criterion=decision.criterion, misconception=decision.misconception,
+            criterion_stage=decision.criterion_stage,
         )
         encoder().remember_sentences()
         belief_reader.reader().remember_pairs()
@@ -129,10 +153,7 @@ class Command(BaseCommand):
             columns.append((
                 f"{round_.name} left out",
                 calibration.graded_with(
-                    semantic.SemanticModel(
-                        criterion=decision.criterion, misconception=decision.misconception,
-                        reader=stage,
-                    ),
+                    dataclasses.replace(decision, reader=stage),
                     round_=round_, bank=bank,
                 ),
             ))
@@ -157,6 +178,70 @@ class Command(BaseCommand):
         )
         belief_reader.reader().remember_pairs(on=False)
         encoder().remember_sentences(on=False)
+
+    def _criterion_stage(self, *, bank: Bank, directory: Path, threshold: float) -> None:
+        document = json.loads(semantic.MODEL_FILE.read_text(encoding="utf-8"))
+        trained_on = set(document["fitted_on"])
+        # As for the belief reader's stage: rounds graded once that neither the decision model
+        # nor the criterion reader (trained on the decision model's rounds) has seen.
+        rounds = [
+            r for r in discover_rounds(directory)
+            if r.first_run is not None and r.name not in trained_on
+        ]
+        if len(rounds) < 2:
+            raise CommandError(
+                "the criterion stage needs at least two rounds with a first run that the "
+                f"decision model was not fitted on; found {len(rounds)}",
+            )
+        decision = dataclasses.replace(semantic.load_model(), criterion_stage=None)
+        encoder().remember_sentences()
+        belief_reader.reader().remember_pairs()
+        belief_reader.criterion_reader().remember_pairs()
+        rows = calibration.collect_criterion_stage_rows(rounds=rounds, bank=bank, model=decision)
+        self.stderr.write(f"{len(rows)} criterion stage rows from {len(rounds)} rounds")
+        columns: list[tuple[str, Any]] = []
+        for round_ in rounds:
+            stage = _criterion_stage(
+                [r for r in rows if r.round != round_.name], threshold=threshold,
+                left_out=round_.name,
+            )
+            columns.append((
+                f"{round_.name} left out",
+                calibration.graded_with(
+                    dataclasses.replace(decision, criterion_stage=stage), round_=round_, bank=bank,
+                ),
+            ))
+            columns.append((f"{round_.name} first run", round_.first_run["figures"]))
+            self.stderr.write(f"  graded {round_.name}")
+        self.stdout.write(
+            "The criterion stage, each round left out of its fit, next to the round's first run",
+        )
+        self.stdout.write(render_rounds(columns))
+        stage = _criterion_stage(rows, threshold=threshold, left_out=None)
+        calibration.write_model(
+            calibration.with_criterion_stage(
+                document, stage=stage, rounds=[r.name for r in rounds], rows=len(rows),
+            ),
+            path=semantic.MODEL_FILE,
+        )
+        self.stdout.write(
+            f"wrote the criterion stage to {semantic.MODEL_FILE}: weights "
+            f"{dict(zip(stage.logistic.features, (round(float(w), 3) for w in stage.logistic.weights), strict=True))}"
+            f", the reader is asked for its log-odds from {stage.reader_range[0]:.2f} to {stage.reader_range[1]:.2f}",
+        )
+        belief_reader.criterion_reader().remember_pairs(on=False)
+        belief_reader.reader().remember_pairs(on=False)
+        encoder().remember_sentences(on=False)
+
+
+def _criterion_stage(
+    rows: list[calibration.CriterionStageRow], *, threshold: float, left_out: str | None,
+) -> semantic.CriterionStage:
+    try:
+        return calibration.fit_criterion_stage(rows, threshold=threshold)
+    except ValueError as error:
+        fitted = f"with {left_out} left out" if left_out else "on every round"
+        raise CommandError(f"the criterion stage fitted {fitted}: {error}; nothing was written") from error
 
 
 def _stage(
