@@ -1,6 +1,6 @@
 """Deterministic grading speed over the evaluation set: p50 / p95 / max per answer, in ms.
 
-    python bench/grading_speed.py [--repeat 20] [--every N] [--without-reader]
+    python bench/grading_speed.py [--repeat 20] [--every N] [--without-reader] [--without-criterion-reader]
 
 Needs no database or Django settings: it reads the bank and the labelled answers from files.
 The first pass over the set is reported on its own (regexes compile and each question's
@@ -9,8 +9,9 @@ describe a warm worker. Learner sentences are never cached: every pass runs the 
 model on every sentence again, as a new answer would. The model runs on one BLAS thread per
 process (the web and worker processes already use the cores); on a busy machine pin the run
 to a core and take the best of three. `--every N` grades every Nth labelled answer (the set
-is ~4,000 answers); `--without-reader` lets the decision model decide misconceptions alone,
-to show what the belief reader costs. E.g.
+is ~4,000 answers); `--without-reader` lets the decision model decide misconceptions alone
+and the patterns or the decision model credit criteria (neither reader), and
+`--without-criterion-reader` drops only the criterion reader's stage, to show what each costs. E.g.
 
     for i in 1 2 3; do OPENBLAS_NUM_THREADS=1 taskset -c 1 python bench/grading_speed.py; done
 """
@@ -18,6 +19,7 @@ to show what the belief reader costs. E.g.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import sys
 import time
@@ -28,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from questions.bank import load_bank  # noqa: E402
 from questions.grading import grade, semantic  # noqa: E402
-from questions.grading.belief_reader import reader  # noqa: E402
+from questions.grading.belief_reader import criterion_reader, reader  # noqa: E402
 from questions.grading.embedding import encoder  # noqa: E402
 from questions.grading.evaluation import discover_rounds, round_answers  # noqa: E402
 
@@ -53,6 +55,10 @@ def main() -> int:
         "--without-reader", action="store_true",
         help="misconceptions by the decision model alone (no belief reader)",
     )
+    parser.add_argument(
+        "--without-criterion-reader", action="store_true",
+        help="criteria credited by the patterns or the decision model (no criterion reader)",
+    )
     args = parser.parse_args()
     if args.every < 1:
         parser.error(f"--every must be at least 1, not {args.every}")
@@ -61,6 +67,8 @@ def main() -> int:
         semantic.use_model(
             semantic.SemanticModel(criterion=shipped.criterion, misconception=shipped.misconception),
         )
+    elif args.without_criterion_reader:
+        semantic.use_model(dataclasses.replace(semantic.load_model(), criterion_stage=None))
 
     started = time.perf_counter()
     bank = load_bank(content_dir=args.content_dir)
@@ -74,6 +82,8 @@ def main() -> int:
     encoder()
     if not args.without_reader:
         reader()
+        if not args.without_criterion_reader:
+            criterion_reader()
     model_ms = (time.perf_counter() - started) * 1000
     targets = []
     for answer in answers:
@@ -96,7 +106,7 @@ def main() -> int:
 
     print(f"bank load: {load_ms:.0f} ms ({len(bank.questions)} questions)")
     print(
-        f"sentence model{'' if args.without_reader else ' and belief reader'} load: "
+        f"sentence model{'' if args.without_reader else ' and readers'} load: "
         f"{model_ms:.0f} ms (once per process)",
     )
     print(

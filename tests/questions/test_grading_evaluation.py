@@ -171,9 +171,10 @@ def test_cohens_kappa():
 
 
 def test_near_misses_are_counted_against_the_labels(bank):
-    # A plain-words answer (labels by hand): the grader misses three points it makes, and quotes
+    # A plain-words answer (labels by hand): the grader misses two points it makes, and quotes
     # the closest sentence for one of them (TTFT is prefill); the report counts that near miss as
-    # a point truly made and the three as false misses.
+    # a point truly made and the two as false misses. (Before the criterion reader it missed
+    # three: the reader credits "the longer question only adds a little" as kv-small-effect.)
     answer = LabelledAnswer(
         id="plain", question="prefill-decode-ttft", follow_up=None, category="paraphrase", split="dev",
         text=(
@@ -188,4 +189,4 @@ def test_near_misses_are_counted_against_the_labels(bank):
         misconceptions=(), path=ROOT, line=1,
     )
     data = figures(evaluate(answers=[answer], bank=bank))
-    assert data["near_misses"] == {"quoted": 1, "truly_made": 1, "false_misses": 3}
+    assert data["near_misses"] == {"quoted": 1, "truly_made": 1, "false_misses": 2}

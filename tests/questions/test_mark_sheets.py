@@ -111,5 +111,7 @@ def test_a_point_nearly_made_shows_the_learners_closest_sentence_and_the_way_to_
 
     attempt = Attempt.objects.get(user=user)
     assert f'href="/practice/attempts/{attempt.pk}/#challenge">challenge this mark</a>' in html
-    # Points that were met quote their evidence, and no other row offers a near miss.
-    assert sum("From your answer:" in row for row in _rows(html)) == 2
+    # Points that were met quote their evidence, and no other row offers a near miss. Three since
+    # the criterion reader (session 13) reads "the longer question only adds a little to that" as
+    # the point that a longer prompt barely moves the time per token.
+    assert sum("From your answer:" in row for row in _rows(html)) == 3

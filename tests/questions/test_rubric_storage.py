@@ -9,7 +9,7 @@ from django.conf import settings
 from questions.bank import load_bank
 from questions.content_sync import question_spec
 from questions.grading import grade
-from questions.grading.belief_reader import reader
+from questions.grading.belief_reader import criterion_reader, reader
 from questions.grading.embedding import encoder
 from questions.rubrics import RubricUnavailable, gradable_from, rubric_hash, rubric_spec
 
@@ -29,14 +29,17 @@ def _without_version(result) -> dict:
 @pytest.fixture
 def learner_text_read_once():
     """Each answer below is graded twice, from the parsed file and from the stored rubric. What
-    the models read of the learner's own text (a sentence's vector, a belief-sentence pair's
-    log-odds, keyed by both texts) cannot depend on where the rubric came from, so it is read
-    once: the test takes half the time and still compares everything the rubric decides."""
+    the models read of the learner's own text (a sentence's vector, a belief-sentence or
+    criterion-sentence pair's log-odds, keyed by both texts) cannot depend on where the rubric
+    came from, so it is read once: the test takes half the time and still compares everything the
+    rubric decides."""
     encoder().remember_sentences()
     reader().remember_pairs()
+    criterion_reader().remember_pairs()
     yield
     encoder().remember_sentences(on=False)
     reader().remember_pairs(on=False)
+    criterion_reader().remember_pairs(on=False)
 
 
 @pytest.mark.usefixtures("learner_text_read_once")
