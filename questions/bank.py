@@ -177,6 +177,15 @@ class Bank:
     def question(self, slug: str) -> Question:
         return self.questions[slug]
 
+    def free_text_targets(self) -> list[Question | FollowUp]:
+        """Every free-text question and follow-up: what a rubric grades."""
+        targets: list[Question | FollowUp] = []
+        for question in self.questions.values():
+            if question.type == "free_text":
+                targets.append(question)
+            targets.extend(f for f in question.follow_ups if f.type == "free_text")
+        return targets
+
 
 # --- Locating lines -------------------------------------------------------------------------
 

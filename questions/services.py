@@ -306,10 +306,10 @@ def settle_stale_judgements() -> list[int]:
 
 
 def load_grader() -> None:
-    """Load the sentence model, the belief reader and the bank's reference vectors into this
-    process (a grading worker does this once at start). Best effort: a worker that cannot load
+    """Load the sentence model, the belief and criterion readers and the bank's reference vectors
+    into this process (a grading worker does this once at start). Best effort: a worker that cannot load
     them still starts, and each answer then reports its own error through the settler's log."""
-    from questions.grading.belief_reader import reader
+    from questions.grading.belief_reader import criterion_reader, reader
     from questions.grading.embedding import encoder
     from questions.grading.semantic import prepare_bank
 
@@ -317,6 +317,7 @@ def load_grader() -> None:
     try:
         encoder()
         reader()
+        criterion_reader()
         count = prepare_bank(content_dir=Path(settings.CONTENT_DIRS["questions"]))
     except Exception:
         logger.exception("Could not load the grader's model; answers will be graded on first use")

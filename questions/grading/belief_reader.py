@@ -105,32 +105,30 @@ class BeliefReader:
         return results
 
 
-_reader: BeliefReader | None = None
-_criterion_reader: BeliefReader | None = None
+# Each weights file's reader, loaded once per process.
+_readers: dict[str, BeliefReader] = {}
 _reader_lock = threading.Lock()
 
 
-def reader() -> BeliefReader:
-    """The process-wide reader, loaded on first use (thread-safe)."""
-    global _reader
-    if _reader is None:
+def _loaded(weights: Path) -> BeliefReader:
+    """The process-wide reader of these weights, loaded on first use (thread-safe)."""
+    key = str(weights)
+    found = _readers.get(key)
+    if found is None:
         with _reader_lock:
-            if _reader is None:
-                _reader = BeliefReader(
-                    weights=READER_FILE, base_directory=model_dir(),
-                    base_words=encoder().word_table,
+            found = _readers.get(key)
+            if found is None:
+                found = _readers[key] = BeliefReader(
+                    weights=weights, base_directory=model_dir(), base_words=encoder().word_table,
                 )
-    return _reader
+    return found
+
+
+def reader() -> BeliefReader:
+    """The belief reader (misconceptions)."""
+    return _loaded(READER_FILE)
 
 
 def criterion_reader() -> BeliefReader:
-    """The process-wide criterion reader, loaded on first use (thread-safe)."""
-    global _criterion_reader
-    if _criterion_reader is None:
-        with _reader_lock:
-            if _criterion_reader is None:
-                _criterion_reader = BeliefReader(
-                    weights=CRITERION_READER_FILE, base_directory=model_dir(),
-                    base_words=encoder().word_table,
-                )
-    return _criterion_reader
+    """The criterion reader: the same model trained to read a criterion and a learner unit."""
+    return _loaded(CRITERION_READER_FILE)

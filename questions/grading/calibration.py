@@ -33,6 +33,7 @@ from questions.grading.evaluation import (
     LabelledAnswer,
     Round,
     _target,
+    discover_rounds,
     evaluate,
     figures,
     round_answers,
@@ -69,6 +70,13 @@ class Pair:
     item: str
     features: dict[str, float]
     label: bool
+
+
+def decision_model_rounds(directory: Path) -> list[Round]:
+    """The development rounds the decision model was fitted on (its `fitted_on`): what the belief
+    and criterion readers are trained on. Never a held-out round."""
+    fitted_on = set(json.loads(semantic.MODEL_FILE.read_text(encoding="utf-8"))["fitted_on"])
+    return [r for r in discover_rounds(directory) if r.name in fitted_on and not r.held_out]
 
 
 def graded_free_text(

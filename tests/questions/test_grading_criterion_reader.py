@@ -78,7 +78,7 @@ def test_the_shipped_stage_was_fitted_on_rounds_neither_reader_was_trained_on():
 
 
 def test_the_criterion_reader_is_loaded_once_per_process_even_from_many_threads(monkeypatch):
-    monkeypatch.setattr(belief_reader, "_criterion_reader", None)
+    monkeypatch.setattr(belief_reader, "_readers", {})
     found: list[object] = []
     threads = [
         threading.Thread(target=lambda: found.append(belief_reader.criterion_reader())) for _ in range(4)

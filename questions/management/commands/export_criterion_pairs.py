@@ -23,8 +23,9 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from questions.bank import Bank, FollowUp, Question, load_bank
 from questions.grading import semantic
+from questions.grading.calibration import decision_model_rounds
 from questions.grading.embedding import encoder
-from questions.grading.evaluation import _target, discover_rounds, round_answers
+from questions.grading.evaluation import _target, round_answers
 from questions.grading.free_text import STAGE_PATTERN_SENTENCES, rubric_evidence
 from questions.grading.matching import _matching_sentences, used_concepts
 from questions.grading.text import analyse
@@ -48,8 +49,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         bank = load_bank(content_dir=Path(settings.BASE_DIR) / "questions" / "content")
-        fitted_on = set(json.loads(semantic.MODEL_FILE.read_text(encoding="utf-8"))["fitted_on"])
-        rounds = [r for r in discover_rounds(options["dir"]) if r.name in fitted_on and not r.held_out]
+        rounds = decision_model_rounds(options["dir"])
         encoder().remember_sentences()
         rows: list[dict[str, Any]] = []
         for round_ in rounds:
@@ -96,19 +96,10 @@ def answer_pairs(*, round_name: str, answer, target: Question | FollowUp) -> lis
     return rows
 
 
-def _free_text_targets(bank: Bank) -> list[Question | FollowUp]:
-    targets: list[Question | FollowUp] = []
-    for question in bank.questions.values():
-        if question.type == "free_text":
-            targets.append(question)
-        targets.extend(f for f in question.follow_ups if f.type == "free_text")
-    return targets
-
-
 def bank_pairs(*, bank: Bank) -> list[dict[str, Any]]:
     rng = random.Random(SEED)
     rows: list[dict[str, Any]] = []
-    for target in _free_text_targets(bank):
+    for target in bank.free_text_targets():
         model = analyse(
             text=target.model_answer, concepts=target.concepts,
             concept_ids=used_concepts(target), contrasts=target.contrasts,

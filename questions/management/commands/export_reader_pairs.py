@@ -24,11 +24,10 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from questions.bank import Bank, FollowUp, Question, load_bank
-from questions.grading import semantic
 from questions.grading.belief_reader import belief_text
-from questions.grading.calibration import graded_free_text
+from questions.grading.calibration import decision_model_rounds, graded_free_text
 from questions.grading.embedding import encoder
-from questions.grading.evaluation import LabelledAnswer, discover_rounds
+from questions.grading.evaluation import LabelledAnswer
 from questions.grading.text import split_sentences
 
 # Bank pairs sample paraphrases and other beliefs' statements with this seed: the file is the
@@ -53,13 +52,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         bank = load_bank(content_dir=Path(settings.BASE_DIR) / "questions" / "content")
-        fitted_on = set(
-            json.loads(semantic.MODEL_FILE.read_text(encoding="utf-8"))["fitted_on"],
-        )
-        rounds = [
-            r for r in discover_rounds(options["dir"])
-            if r.name in fitted_on and not r.held_out
-        ]
+        rounds = decision_model_rounds(options["dir"])
         encoder().remember_sentences()
         rows: list[dict[str, Any]] = []
         right_sentences: list[dict[str, Any]] = []
@@ -92,15 +85,6 @@ class Command(BaseCommand):
         encoder().remember_sentences(on=False)
 
 
-def _free_text_targets(bank: Bank) -> list[Question | FollowUp]:
-    targets: list[Question | FollowUp] = []
-    for question in bank.questions.values():
-        if question.type == "free_text":
-            targets.append(question)
-        targets.extend(f for f in question.follow_ups if f.type == "free_text")
-    return targets
-
-
 def right_answer_sentences(
     *, round_name: str, answer: LabelledAnswer, target: Question | FollowUp,
 ) -> list[dict[str, Any]]:
@@ -119,7 +103,7 @@ def right_answer_sentences(
 def hard_negatives(*, bank: Bank) -> list[dict[str, Any]]:
     """Per belief: each sentence of its question's model answer and of its own correction."""
     rows: list[dict[str, Any]] = []
-    for target in _free_text_targets(bank):
+    for target in bank.free_text_targets():
         answer_sentences = [s.text for s in split_sentences(target.model_answer)]
         for misconception in target.misconceptions:
             if not misconception.statements:
@@ -138,7 +122,7 @@ def hard_negatives(*, bank: Bank) -> list[dict[str, Any]]:
 def bank_pairs(*, bank: Bank) -> list[dict[str, Any]]:
     rng = random.Random(SEED)
     rows: list[dict[str, Any]] = []
-    for target in _free_text_targets(bank):
+    for target in bank.free_text_targets():
         for misconception in target.misconceptions:
             if not misconception.statements:
                 continue

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -34,7 +35,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from questions.bank import Bank, load_bank
 from questions.grading import belief_reader, calibration, semantic
 from questions.grading.embedding import encoder
-from questions.grading.evaluation import discover_rounds, render_rounds
+from questions.grading.evaluation import Round, discover_rounds, render_rounds
+
+FittedStage = TypeVar("FittedStage", semantic.ReaderStage, semantic.CriterionStage)
 
 
 class Command(BaseCommand):
@@ -118,19 +121,7 @@ class Command(BaseCommand):
         encoder().remember_sentences(on=False)
 
     def _reader_stage(self, *, bank: Bank, directory: Path, threshold: float) -> None:
-        document = json.loads(semantic.MODEL_FILE.read_text(encoding="utf-8"))
-        trained_on = set(document["fitted_on"])
-        # Rounds graded once (a first run) that the decision model was not fitted on; the
-        # reader was trained only on rounds the decision model was fitted on.
-        rounds = [
-            r for r in discover_rounds(directory)
-            if r.first_run is not None and r.name not in trained_on
-        ]
-        if len(rounds) < 2:
-            raise CommandError(
-                "the reader stage needs at least two rounds with a first run that the decision "
-                f"model was not fitted on; found {len(rounds)}",
-            )
+        document, rounds = _stage_rounds(directory, stage="reader stage")
         decision = semantic.load_model()
         decision = semantic.SemanticModel(
             criterion=decision.criterion, misconception=decision.misconception,
@@ -144,25 +135,13 @@ class Command(BaseCommand):
         finally:
             semantic.use_model(previous)
         self.stderr.write(f"{len(pairs)} reader pairs from {len(rounds)} rounds")
-        columns: list[tuple[str, Any]] = []
-        for round_ in rounds:
-            stage = _stage(
-                [p for p in pairs if p.round != round_.name], threshold=threshold,
-                left_out=round_.name,
-            )
-            columns.append((
-                f"{round_.name} left out",
-                calibration.graded_with(
-                    dataclasses.replace(decision, reader=stage),
-                    round_=round_, bank=bank,
-                ),
-            ))
-            columns.append((f"{round_.name} first run", round_.first_run["figures"]))
-            self.stderr.write(f"  graded {round_.name}")
-        self.stdout.write(
-            "The reader stage, each round left out of its fit, next to the round's first run",
+        self._left_out_table(
+            "reader stage", rounds=rounds, bank=bank,
+            model_without=lambda name: dataclasses.replace(
+                decision,
+                reader=_stage([p for p in pairs if p.round != name], threshold=threshold, left_out=name),
+            ),
         )
-        self.stdout.write(render_rounds(columns))
         stage = _stage(pairs, threshold=threshold, left_out=None)
         calibration.write_model(
             calibration.with_reader_stage(
@@ -179,44 +158,39 @@ class Command(BaseCommand):
         belief_reader.reader().remember_pairs(on=False)
         encoder().remember_sentences(on=False)
 
+    def _left_out_table(
+        self, stage: str, *, rounds: list[Round], bank: Bank,
+        model_without: Callable[[str], semantic.SemanticModel],
+    ) -> None:
+        """Each round graded with the stage fitted on the others, next to its first run."""
+        columns: list[tuple[str, Any]] = []
+        for round_ in rounds:
+            columns.append((
+                f"{round_.name} left out",
+                calibration.graded_with(model_without(round_.name), round_=round_, bank=bank),
+            ))
+            columns.append((f"{round_.name} first run", round_.first_run["figures"]))
+            self.stderr.write(f"  graded {round_.name}")
+        self.stdout.write(f"The {stage}, each round left out of its fit, next to the round's first run")
+        self.stdout.write(render_rounds(columns))
+
     def _criterion_stage(self, *, bank: Bank, directory: Path, threshold: float) -> None:
-        document = json.loads(semantic.MODEL_FILE.read_text(encoding="utf-8"))
-        trained_on = set(document["fitted_on"])
-        # As for the belief reader's stage: rounds graded once that neither the decision model
-        # nor the criterion reader (trained on the decision model's rounds) has seen.
-        rounds = [
-            r for r in discover_rounds(directory)
-            if r.first_run is not None and r.name not in trained_on
-        ]
-        if len(rounds) < 2:
-            raise CommandError(
-                "the criterion stage needs at least two rounds with a first run that the "
-                f"decision model was not fitted on; found {len(rounds)}",
-            )
+        document, rounds = _stage_rounds(directory, stage="criterion stage")
         decision = dataclasses.replace(semantic.load_model(), criterion_stage=None)
         encoder().remember_sentences()
         belief_reader.reader().remember_pairs()
         belief_reader.criterion_reader().remember_pairs()
         rows = calibration.collect_criterion_stage_rows(rounds=rounds, bank=bank, model=decision)
         self.stderr.write(f"{len(rows)} criterion stage rows from {len(rounds)} rounds")
-        columns: list[tuple[str, Any]] = []
-        for round_ in rounds:
-            stage = _criterion_stage(
-                [r for r in rows if r.round != round_.name], threshold=threshold,
-                left_out=round_.name,
-            )
-            columns.append((
-                f"{round_.name} left out",
-                calibration.graded_with(
-                    dataclasses.replace(decision, criterion_stage=stage), round_=round_, bank=bank,
+        self._left_out_table(
+            "criterion stage", rounds=rounds, bank=bank,
+            model_without=lambda name: dataclasses.replace(
+                decision,
+                criterion_stage=_criterion_stage(
+                    [r for r in rows if r.round != name], threshold=threshold, left_out=name,
                 ),
-            ))
-            columns.append((f"{round_.name} first run", round_.first_run["figures"]))
-            self.stderr.write(f"  graded {round_.name}")
-        self.stdout.write(
-            "The criterion stage, each round left out of its fit, next to the round's first run",
+            ),
         )
-        self.stdout.write(render_rounds(columns))
         stage = _criterion_stage(rows, threshold=threshold, left_out=None)
         calibration.write_model(
             calibration.with_criterion_stage(
@@ -234,21 +208,39 @@ class Command(BaseCommand):
         encoder().remember_sentences(on=False)
 
 
+def _stage_rounds(directory: Path, *, stage: str) -> tuple[dict[str, Any], list[Round]]:
+    """The model document and the rounds a reader's stage is fitted on: graded once (a first
+    run) and never fitted on by the decision model, so never seen by either reader, which were
+    trained only on the decision model's rounds."""
+    document = json.loads(semantic.MODEL_FILE.read_text(encoding="utf-8"))
+    trained_on = set(document["fitted_on"])
+    rounds = [
+        r for r in discover_rounds(directory) if r.first_run is not None and r.name not in trained_on
+    ]
+    if len(rounds) < 2:
+        raise CommandError(
+            f"the {stage} needs at least two rounds with a first run that the decision model was "
+            f"not fitted on; found {len(rounds)}",
+        )
+    return document, rounds
+
+
 def _criterion_stage(
     rows: list[calibration.CriterionStageRow], *, threshold: float, left_out: str | None,
 ) -> semantic.CriterionStage:
-    try:
-        return calibration.fit_criterion_stage(rows, threshold=threshold)
-    except ValueError as error:
-        fitted = f"with {left_out} left out" if left_out else "on every round"
-        raise CommandError(f"the criterion stage fitted {fitted}: {error}; nothing was written") from error
+    return _fitted("criterion stage", lambda: calibration.fit_criterion_stage(rows, threshold=threshold), left_out)
 
 
 def _stage(
     pairs: list[calibration.ReaderPair], *, threshold: float, left_out: str | None,
 ) -> semantic.ReaderStage:
+    return _fitted("reader stage", lambda: calibration.fit_reader_stage(pairs, threshold=threshold), left_out)
+
+
+def _fitted(stage: str, fit: Callable[[], FittedStage], left_out: str | None) -> FittedStage:
+    """A stage's fit, or a CommandError naming which fit read its evidence backwards."""
     try:
-        return calibration.fit_reader_stage(pairs, threshold=threshold)
+        return fit()
     except ValueError as error:
         fitted = f"with {left_out} left out" if left_out else "on every round"
-        raise CommandError(f"the reader stage fitted {fitted}: {error}; nothing was written") from error
+        raise CommandError(f"the {stage} fitted {fitted}: {error}; nothing was written") from error
