@@ -219,6 +219,7 @@ def criterion_verdicts(
         )
     return tuple(verdicts)
 
+
 def _credited_by_patterns(
     evidence: RubricEvidence, question: Question | FollowUp, first: int, last: int,
     criterion_ids: Sequence[str],
