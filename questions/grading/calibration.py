@@ -38,7 +38,7 @@ from questions.grading.evaluation import (
     figures,
     round_answers,
 )
-from questions.grading.free_text import rubric_evidence
+from questions.grading.free_text import criterion_stage_inputs, rubric_evidence
 from questions.grading.semantic import (
     CRITERION_FEATURES,
     MISCONCEPTION_FEATURES,
@@ -318,8 +318,6 @@ def collect_criterion_stage_rows(
 ) -> list[CriterionStageRow]:
     """Per labelled (answer, criterion) pair that the criterion stage decides, its inputs
     (free_text.criterion_stage_inputs) under this decision model."""
-    from questions.grading.free_text import criterion_stage_inputs
-
     rows: list[CriterionStageRow] = []
     for round_ in rounds:
         for answer in round_answers(round_=round_, bank=bank):

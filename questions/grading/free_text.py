@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from questions.bank import Criterion, FollowUp, Question
@@ -129,9 +129,9 @@ STAGE_PATTERN_SENTENCES = 2
 STAGE_LOGIT_CLIP = 12.0
 
 
-def _stage_units(evidence: RubricEvidence, *, position: int) -> list[str]:
-    """What the criterion stage reads for one criterion: the semantic layer's closest unit and
-    the first sentences the patterns credit it in."""
+def stage_units(*, evidence: RubricEvidence, position: int) -> list[str]:
+    """The learner units the criterion stage reads for one criterion: the semantic layer's
+    closest unit, then the first sentences the patterns credit it in."""
     candidate = evidence.meaning.criterion_candidates[position]
     units: list[str] = [candidate.match.unit.text] if candidate.match is not None else []
     for index in evidence.criterion_sentences[position][:STAGE_PATTERN_SENTENCES]:
@@ -141,34 +141,58 @@ def _stage_units(evidence: RubricEvidence, *, position: int) -> list[str]:
     return units
 
 
-def _decision_logit(evidence: RubricEvidence, *, position: int, decider: SemanticModel) -> float:
-    candidate = evidence.meaning.criterion_candidates[position]
-    decision = decider.criterion.probability(candidate.features) if candidate.match else 0.0
-    return max(-STAGE_LOGIT_CLIP, min(STAGE_LOGIT_CLIP, logit(decision)))
+@dataclass(frozen=True)
+class _StageRead:
+    """What the criterion stage reads of one criterion, bar the criterion reader's log-odds."""
+
+    units: tuple[str, ...]  # the semantic layer's closest unit, then the first pattern sentences
+    decision_logit: float
+    pattern: bool
+
+
+def _stage_reads(
+    *, evidence: RubricEvidence, question: Question | FollowUp, decider: SemanticModel,
+) -> dict[int, _StageRead]:
+    """Per criterion the stage decides, by position. An answer-wide criterion is about naming
+    things, and with nothing to read there is nothing to decide: the stage leaves both alone."""
+    reads: dict[int, _StageRead] = {}
+    for position, (criterion, candidate, sentences) in enumerate(
+        zip(
+            question.rubric, evidence.meaning.criterion_candidates, evidence.criterion_sentences,
+            strict=True,
+        ),
+    ):
+        units = stage_units(evidence=evidence, position=position)
+        if criterion.scope == "answer" or not units:
+            continue
+        decision = decider.criterion.probability(candidate.features) if candidate.match else 0.0
+        reads[position] = _StageRead(
+            units=tuple(units),
+            decision_logit=max(-STAGE_LOGIT_CLIP, min(STAGE_LOGIT_CLIP, logit(decision))),
+            pattern=bool(sentences),
+        )
+    return reads
+
+
+def _stage_features(read: _StageRead, reader_logit: float) -> dict[str, float]:
+    return {"decision_logit": read.decision_logit, "reader_logit": reader_logit, "pattern": float(read.pattern)}
 
 
 def _reader_logits(
-    evidence: RubricEvidence, question: Question | FollowUp, *, positions: Sequence[int],
+    question: Question | FollowUp, reads: Mapping[int, _StageRead],
 ) -> dict[int, float]:
     """Per criterion asked, the criterion reader's highest log-odds over its units (one batch)."""
     pairs: list[tuple[str, str]] = []
     owners: list[int] = []
-    for position in positions:
+    for position, read in reads.items():
         statement = statement_of(question.rubric[position].earns)
-        units = _stage_units(evidence, position=position)
-        pairs.extend((statement, text) for text in units)
-        owners.extend([position] * len(units))
+        pairs.extend((statement, text) for text in read.units)
+        owners.extend([position] * len(read.units))
     best: dict[int, float] = {}
     if pairs:
         for position, value in zip(owners, belief_reader.criterion_reader().logits(pairs), strict=True):
             best[position] = max(best.get(position, value), value)
     return best
-
-
-def _decided_by_stage(criterion: Criterion, evidence: RubricEvidence, *, position: int) -> bool:
-    """An answer-wide criterion is about naming things, and with nothing to read there is
-    nothing to decide: the stage leaves both as they were."""
-    return criterion.scope != "answer" and bool(_stage_units(evidence, position=position))
 
 
 def criterion_stage_inputs(
@@ -178,17 +202,10 @@ def criterion_stage_inputs(
     the closest unit, the criterion reader's highest log-odds over that unit and the pattern
     layer's sentences, whether the patterns credit it), or None where it does not decide.
     Fitting reads these; grading asks the reader only where it can change the verdict."""
-    positions = [
-        i for i, criterion in enumerate(question.rubric)
-        if _decided_by_stage(criterion, evidence, position=i)
-    ]
-    readings = _reader_logits(evidence, question, positions=positions)
+    reads = _stage_reads(evidence=evidence, question=question, decider=decider)
+    readings = _reader_logits(question, reads)
     return [
-        {
-            "decision_logit": _decision_logit(evidence, position=i, decider=decider),
-            "reader_logit": readings[i],
-            "pattern": float(bool(evidence.criterion_sentences[i])),
-        } if i in readings else None
+        _stage_features(reads[i], readings[i]) if i in reads else None
         for i in range(len(question.rubric))
     ]
 
@@ -203,20 +220,13 @@ def criterion_verdicts(
     if decider is None or decider.criterion_stage is None:
         return tuple(verdicts)
     stage = decider.criterion_stage
-    asked: dict[int, tuple[float, bool]] = {}
-    for position, criterion in enumerate(question.rubric):
-        if not _decided_by_stage(criterion, evidence, position=position):
-            continue
-        decision_logit = _decision_logit(evidence, position=position, decider=decider)
-        pattern = bool(evidence.criterion_sentences[position])
-        verdicts[position] = stage.decides(decision_logit=decision_logit, pattern=pattern)
+    asked: dict[int, _StageRead] = {}
+    for position, read in _stage_reads(evidence=evidence, question=question, decider=decider).items():
+        verdicts[position] = stage.decides(decision_logit=read.decision_logit, pattern=read.pattern)
         if verdicts[position] is None:
-            asked[position] = (decision_logit, pattern)
-    readings = _reader_logits(evidence, question, positions=list(asked))
-    for position, (decision_logit, pattern) in asked.items():
-        verdicts[position] = stage.met(
-            {"decision_logit": decision_logit, "reader_logit": readings[position], "pattern": float(pattern)},
-        )
+            asked[position] = read
+    for position, reader_logit in _reader_logits(question, asked).items():
+        verdicts[position] = stage.met(_stage_features(asked[position], reader_logit))
     return tuple(verdicts)
 
 

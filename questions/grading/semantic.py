@@ -312,10 +312,12 @@ class Logistic:
     bias: float
     threshold: float
 
-    def probability(self, features: Mapping[str, float]) -> float:
+    def log_odds(self, features: Mapping[str, float]) -> float:
         x = np.array([features[name] for name in self.features], dtype=np.float64)
-        z = float(((x - self.mean) / self.scale) @ self.weights + self.bias)
-        return 1.0 / (1.0 + np.exp(-z))
+        return float(((x - self.mean) / self.scale) @ self.weights + self.bias)
+
+    def probability(self, features: Mapping[str, float]) -> float:
+        return 1.0 / (1.0 + np.exp(-self.log_odds(features)))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> Logistic:
@@ -396,19 +398,15 @@ class CriterionStage:
     logistic: Logistic
     reader_range: tuple[float, float]
 
-    def _z(self, features: Mapping[str, float]) -> float:
-        x = np.array([features[name] for name in self.logistic.features], dtype=np.float64)
-        return float(((x - self.logistic.mean) / self.logistic.scale) @ self.logistic.weights + self.logistic.bias)
-
     def decides(self, *, decision_logit: float, pattern: bool) -> bool | None:
         """The verdict without the reader, where every reader log-odds in range gives the same
         one; else None: ask it."""
         target = logit(self.logistic.threshold)
         low, high = self.reader_range
         known = {"decision_logit": decision_logit, "pattern": float(pattern)}
-        if self._z({**known, "reader_logit": high}) < target:
+        if self.logistic.log_odds({**known, "reader_logit": high}) < target:
             return False
-        if self._z({**known, "reader_logit": low}) >= target:
+        if self.logistic.log_odds({**known, "reader_logit": low}) >= target:
             return True
         return None
 

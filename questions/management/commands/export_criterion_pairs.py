@@ -25,8 +25,8 @@ from questions.bank import Bank, FollowUp, Question, load_bank
 from questions.grading import semantic
 from questions.grading.calibration import decision_model_rounds
 from questions.grading.embedding import encoder
-from questions.grading.evaluation import _target, round_answers
-from questions.grading.free_text import STAGE_PATTERN_SENTENCES, rubric_evidence
+from questions.grading.evaluation import LabelledAnswer, _target, round_answers
+from questions.grading.free_text import rubric_evidence, stage_units
 from questions.grading.matching import _matching_sentences, used_concepts
 from questions.grading.text import analyse
 
@@ -70,21 +70,16 @@ class Command(BaseCommand):
         encoder().remember_sentences(on=False)
 
 
-def answer_pairs(*, round_name: str, answer, target: Question | FollowUp) -> list[dict[str, Any]]:
+def answer_pairs(
+    *, round_name: str, answer: LabelledAnswer, target: Question | FollowUp,
+) -> list[dict[str, Any]]:
     """The units the criterion stage would read for each labelled criterion of one answer."""
     evidence = rubric_evidence(question=target, answer=answer.text)
     rows: list[dict[str, Any]] = []
-    for criterion, candidate, sentences in zip(
-        target.rubric, evidence.meaning.criterion_candidates, evidence.criterion_sentences,
-        strict=True,
-    ):
+    for position, criterion in enumerate(target.rubric):
         if criterion.id not in answer.expected:
             continue
-        units = [candidate.match.unit.text] if candidate.match is not None else []
-        for index in sentences[:STAGE_PATTERN_SENTENCES]:
-            text = evidence.analysis.sentences[index].sentence.text
-            if text not in units:
-                units.append(text)
+        units = stage_units(evidence=evidence, position=position)
         rows.extend(
             {
                 "round": round_name, "answer": answer.key, "style": answer.category,

@@ -122,11 +122,7 @@ class Command(BaseCommand):
 
     def _reader_stage(self, *, bank: Bank, directory: Path, threshold: float) -> None:
         document, rounds = _stage_rounds(directory, stage="reader stage")
-        decision = semantic.load_model()
-        decision = semantic.SemanticModel(
-            criterion=decision.criterion, misconception=decision.misconception,
-            criterion_stage=decision.criterion_stage,
-        )
+        decision = dataclasses.replace(semantic.load_model(), reader=None)
         encoder().remember_sentences()
         belief_reader.reader().remember_pairs()
         previous = semantic.use_model(decision)
