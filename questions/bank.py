@@ -62,6 +62,10 @@ class Criterion:
     # The same point said in other (plain) words: the semantic layer credits a learner
     # sentence that means what one of these means.
     paraphrases: tuple[str, ...] = ()
+    # Sentences on the point's own topic, in its words, that state it wrongly ("tensor
+    # parallelism puts different layers on different GPUs"): the criterion reader is trained
+    # to refuse them (export_criterion_pairs). Never shown to a learner.
+    wrong_versions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -466,7 +470,7 @@ def _rubric(
         reader.table(
             body, at,
             required={"id", "points", "earns", "match", "feedback_met", "feedback_missed"},
-            optional={"unless", "scope", "paraphrases"},
+            optional={"unless", "scope", "paraphrases", "wrong_versions"},
         )
         criterion_id = reader.slug(body, at, "id")
         scope = reader.string(body, at, "scope") if "scope" in body else "sentence"
@@ -491,9 +495,24 @@ def _rubric(
                 ),
                 scope=scope,  # type: ignore[arg-type]
                 paraphrases=_sentences(reader, body, at, "paraphrases"),
+                wrong_versions=_wrong_versions(reader, body, at),
             ),
         )
     return tuple(criteria)
+
+
+def _wrong_versions(reader: _Reader, body: Mapping[str, Any], at: Sequence[str | int]) -> tuple[str, ...]:
+    """Wrong versions are sentences like paraphrases, and never one of the criterion's paraphrases
+    (the same sentence cannot both earn the point and be refused it)."""
+    wrong_versions = _sentences(reader, body, at, "wrong_versions")
+    paraphrases = {p.strip().lower() for p in reader.strings(body, at, "paraphrases")}
+    for sentence in wrong_versions:
+        if sentence.strip().lower() in paraphrases:
+            raise reader.error(
+                (*at, "wrong_versions"),
+                f"{sentence!r} is also a paraphrase: a wrong version must state the point wrongly",
+            )
+    return wrong_versions
 
 
 def _sentences(
@@ -627,7 +646,7 @@ def rubric_version(
     *, type: str, rubric: Sequence[Criterion], misconceptions: Sequence[Misconception],
     choices: Sequence[Choice], numeric: NumericSpec | None, concepts: Mapping[str, Concept],
 ) -> str:
-    """A short hash of everything that decides a grade, so an attempt says what graded it.
+    """A short hash of everything in the bank that decides a grade, so an attempt says what graded it.
 
     Concept patterns are part of it: adding a synonym can change a grade as surely as editing
     a criterion.
@@ -639,7 +658,8 @@ def rubric_version(
         used.update(item.unless)
     payload = {
         "type": type,
-        "rubric": [vars(c) for c in rubric],
+        # Wrong versions are training data for the criterion reader, never read while grading.
+        "rubric": [{k: v for k, v in vars(c).items() if k != "wrong_versions"} for c in rubric],
         "misconceptions": [{k: v for k, v in vars(m).items() if k != "name"} for m in misconceptions],
         "choices": [vars(c) for c in choices],
         "numeric": vars(numeric) if numeric else None,

@@ -361,12 +361,31 @@ def test_paraphrases_and_statements_load(tmp_path):
     assert question.misconceptions[0].statements == ("Beta is the first letter.",)
 
 
+def test_wrong_versions_load_and_do_not_change_what_grades(tmp_path):
+    (tmp_path / "with").mkdir()
+    (tmp_path / "without").mkdir()
+    plain = set_file(GOOD_QUESTION.format(slug="q1"))
+    text = plain.replace(
+        'match = ["alpha"]\n', 'match = ["alpha"]\nwrong_versions = ["Alpha comes last of all."]\n', 1,
+    )
+    question = load_bank(content_dir=write_bank(tmp_path / "with", ("demo.toml", text))).question("q1")
+    assert question.rubric[0].wrong_versions == ("Alpha comes last of all.",)
+    # Only the criterion reader's training reads them: attempts keep their rubric version.
+    without = load_bank(content_dir=write_bank(tmp_path / "without", ("demo.toml", plain))).question("q1")
+    assert question.rubric_version == without.rubric_version
+
+
 @pytest.mark.parametrize(
     ("insert", "message"),
     [
         ('paraphrases = ["Alpha."]', "one sentence of 3 to 60 words"),
         ('paraphrases = ["Alpha comes first.", "alpha comes first."]', "repeats"),
         ('paraphrases = "Alpha comes first."', "must be a list of strings"),
+        ('wrong_versions = ["Alpha."]', "one sentence of 3 to 60 words"),
+        (
+            'paraphrases = ["Alpha comes first."]\nwrong_versions = ["Alpha comes first."]',
+            "is also a paraphrase: a wrong version must state the point wrongly",
+        ),
     ],
 )
 def test_bad_paraphrases_are_refused_with_the_line(tmp_path, insert, message):

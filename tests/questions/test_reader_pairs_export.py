@@ -99,3 +99,5 @@ def test_criterion_pairs_come_from_development_rounds_and_the_bank_never_a_held_
     assert {"criterion": statement, "unit": point.paraphrases[0], "label": True} in data["bank"]
     wrong = [r["unit"] for r in data["bank"] if r["criterion"] == statement and not r["label"]]
     assert any(u in m.statements for m in gqa.misconceptions for u in wrong)
+    # and every wrong version of the point itself as no.
+    assert point.wrong_versions and set(point.wrong_versions) <= set(wrong)

@@ -5,10 +5,10 @@ Per labelled (answer, criterion) pair of the rounds the decision model was fitte
 criterion and the first sentences the pattern layer credits it in (as many as the criterion
 stage reads, free_text.STAGE_PATTERN_SENTENCES), each labelled by whether the answer makes the
 point. And pairs from the bank itself: a criterion's paraphrases and the model-answer sentences
-its patterns credit as yes; three paraphrases of each other criterion of its question and three
-statements of each of its question's misconceptions as no (the second are the hard ones: on the
-point's own topic, in the author's words, and wrong). `tools/train_belief_reader.py --kind
-criterion` trains on the file. Held-out rounds never reach it.
+its patterns credit as yes; three paraphrases of each other criterion of its question, three
+statements of each of its question's misconceptions and every wrong version of the criterion itself
+as no (the last two are the hard ones: on the point's own topic, in its words, and wrong).
+`tools/train_belief_reader.py --kind criterion` trains on the file. Held-out rounds never reach it.
 """
 
 from __future__ import annotations
@@ -104,6 +104,7 @@ def bank_pairs(*, bank: Bank) -> list[dict[str, Any]]:
             found = _matching_sentences(model, criterion.match, criterion.unless, misconception=False)
             yes = [*criterion.paraphrases, *(model.sentences[i].sentence.text for i in sorted(found))]
             rows.extend({"criterion": statement, "unit": text, "label": True} for text in yes)
+            rows.extend({"criterion": statement, "unit": text, "label": False} for text in criterion.wrong_versions)
             for other in target.rubric:
                 if other.id != criterion.id:
                     rows.extend(
