@@ -63,8 +63,8 @@ class Criterion:
     # sentence that means what one of these means.
     paraphrases: tuple[str, ...] = ()
     # Sentences on the point's own topic, in its words, that state it wrongly ("tensor
-    # parallelism puts different layers on different GPUs"): the criterion reader is trained
-    # to refuse them (export_criterion_pairs). Never shown to a learner.
+    # parallelism puts different layers on different GPUs"): negatives the criterion reader can
+    # be trained on (export_criterion_pairs --with-wrong-versions). Never shown to a learner.
     wrong_versions: tuple[str, ...] = ()
 
 

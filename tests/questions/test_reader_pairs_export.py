@@ -99,5 +99,14 @@ def test_criterion_pairs_come_from_development_rounds_and_the_bank_never_a_held_
     assert {"criterion": statement, "unit": point.paraphrases[0], "label": True} in data["bank"]
     wrong = [r["unit"] for r in data["bank"] if r["criterion"] == statement and not r["label"]]
     assert any(u in m.statements for m in gqa.misconceptions for u in wrong)
-    # and every wrong version of the point itself as no.
-    assert point.wrong_versions and set(point.wrong_versions) <= set(wrong)
+    # The shipped reader was trained without the bank's wrong versions; the flag adds them as no.
+    assert point.wrong_versions and not set(point.wrong_versions) & set(wrong)
+    call_command(
+        "export_criterion_pairs", str(tmp_path / "with.json"), "--dir", str(tmp_path), "--with-wrong-versions",
+        stdout=io.StringIO(),
+    )
+    with_them = json.loads((tmp_path / "with.json").read_text())
+    assert with_them["answers"] == rows
+    added = [r for r in with_them["bank"] if r not in data["bank"]]
+    assert {"criterion": statement, "unit": point.wrong_versions[0], "label": False} in added
+    assert len(added) == sum(len(c.wrong_versions) for t in bank.free_text_targets() for c in t.rubric)
