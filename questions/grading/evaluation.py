@@ -601,3 +601,30 @@ def render_rounds(columns: list[tuple[str, Mapping[str, Any] | None]]) -> str:
         "false misses quoted as near misses".ljust(_LABEL) + "".join(cell(d, None, "near_recall") for _, d in columns)
     )
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class WrongVersionCredit:
+    """A criterion's wrong version that earns the criterion when it is the whole answer."""
+
+    target: str  # question slug, or "question/follow-up"
+    criterion: str
+    sentence: str
+
+
+def wrong_versions_credited(*, bank: Bank) -> tuple[int, list[WrongVersionCredit]]:
+    """Grade every criterion's wrong versions (bank `wrong_versions`), each alone as the answer,
+    and return how many there are and those that earn their own criterion. Each is on the
+    point's topic, in its words, and false: a grader that reads meaning credits none."""
+    total = 0
+    credited: list[WrongVersionCredit] = []
+    for question in bank.questions.values():
+        targets = [(question.slug, question)] if question.type == "free_text" else []
+        targets += [(f"{question.slug}/{f.slug}", f) for f in question.follow_ups if f.type == "free_text"]
+        for name, target in targets:
+            for criterion in target.rubric:
+                for sentence in criterion.wrong_versions:
+                    total += 1
+                    if grade(question=target, answer=sentence).criterion(criterion.id).met:
+                        credited.append(WrongVersionCredit(target=name, criterion=criterion.id, sentence=sentence))
+    return total, credited

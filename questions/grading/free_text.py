@@ -214,7 +214,8 @@ def criterion_verdicts(
     *, evidence: RubricEvidence, question: Question | FollowUp,
 ) -> tuple[bool | None, ...]:
     """Per criterion, the criterion stage's verdict, or None where it has none (no stage fitted,
-    or a criterion it does not decide): then the patterns or the decision model credit."""
+    a criterion it does not decide, or the reader's "no"): then the patterns or the decision
+    model credit. False only where the stage is sure without the reader."""
     decider = semantic_model()
     verdicts: list[bool | None] = [None] * len(question.rubric)
     if decider is None or decider.criterion_stage is None:
@@ -226,7 +227,13 @@ def criterion_verdicts(
         if verdicts[position] is None:
             asked[position] = read
     for position, reader_logit in _reader_logits(question, asked).items():
-        verdicts[position] = stage.met(_stage_features(asked[position], reader_logit))
+        # Where the reader was asked, its "yes" credits the point and its "no" leaves the
+        # patterns' and the decision model's verdict standing (as graded since session 13).
+        # Letting the "no" withdraw credit was measured in session 14 (README): it holds far
+        # more fluent wrong answers down, but takes points from right ones, among them five
+        # one-point lesson checks' own model answers (scored 0: the decision model's log-odds
+        # sit near -4.5 on one-criterion rubrics), so it waits for a guard that spares them.
+        verdicts[position] = True if stage.met(_stage_features(asked[position], reader_logit)) else None
     return tuple(verdicts)
 
 

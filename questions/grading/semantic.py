@@ -317,7 +317,9 @@ class Logistic:
         return float(((x - self.mean) / self.scale) @ self.weights + self.bias)
 
     def probability(self, features: Mapping[str, float]) -> float:
-        return 1.0 / (1.0 + np.exp(-self.log_odds(features)))
+        # A Python float, so verdicts compared with the threshold are Python bools: numpy's
+        # np.False_ is not False, and `verdict is False` once let a refused point keep its credit.
+        return float(1.0 / (1.0 + np.exp(-self.log_odds(features))))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> Logistic:
@@ -411,7 +413,7 @@ class CriterionStage:
         return None
 
     def met(self, features: Mapping[str, float]) -> bool:
-        return self.logistic.probability(features) >= self.logistic.threshold
+        return bool(self.logistic.probability(features) >= self.logistic.threshold)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> CriterionStage:

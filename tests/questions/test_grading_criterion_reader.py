@@ -133,3 +133,23 @@ def test_a_point_in_plain_words_that_the_decision_model_misses_is_credited_by_th
 def test_without_the_stage_that_answer_is_marked_below_half(bank, without_criterion_stage):
     result = grade(question=bank.question("inference-bottleneck"), answer=PLAIN_BOTTLENECK)
     assert result.fraction < 0.5
+
+
+# Written for this test: every sentence on its point's topic, every one wrong.
+WRONG_DEFINITIONS = (
+    "TTFT is the time the GPU spends on prefill alone, measured on the server from when the prompt is "
+    "scheduled to when its KV cache is built. TPOT is end-to-end latency divided by the prompt length. "
+    "ITL is just another name for TPOT, one number per request."
+)
+
+
+def test_the_stage_gives_python_verdicts_never_numpy_booleans(bank):
+    # np.False_ is not False: a numpy verdict once slipped past `verdict is False` unnoticed.
+    from questions.grading.free_text import criterion_verdicts, rubric_evidence
+
+    question = bank.question("ttft-tpot-itl-definitions")
+    evidence = rubric_evidence(question=question, answer=WRONG_DEFINITIONS)
+    verdicts = criterion_verdicts(evidence=evidence, question=question)
+    assert verdicts and all(v is None or type(v) is bool for v in verdicts)
+    stage = semantic.load_model().criterion_stage
+    assert type(stage.logistic.probability({"decision_logit": 0.0, "reader_logit": 0.0, "pattern": 1.0})) is float

@@ -17,6 +17,7 @@ import pytest
 from questions.bank import BankError, Question, load_bank
 from questions.grading import calibration, grade, semantic
 from questions.grading.embedding import SentenceEncoder, encoder
+from questions.grading.evaluation import WrongVersionCredit, wrong_versions_credited
 from tests.questions.test_bank import GOOD_QUESTION, load_error, set_file, write_bank
 
 CONTENT_DIR = Path(__file__).resolve().parents[2] / "questions" / "content"
@@ -373,6 +374,19 @@ def test_wrong_versions_load_and_do_not_change_what_grades(tmp_path):
     # Only the criterion reader's training reads them: attempts keep their rubric version.
     without = load_bank(content_dir=write_bank(tmp_path / "without", ("demo.toml", plain))).question("q1")
     assert question.rubric_version == without.rubric_version
+
+
+def test_the_wrong_version_check_grades_each_alone_and_names_those_credited(tmp_path, patterns_only):
+    text = set_file(GOOD_QUESTION.format(slug="q1")).replace(
+        'match = ["alpha"]\n', 'match = ["alpha"]\nwrong_versions = ["Alpha is the last letter of all."]\n', 1,
+    ).replace(
+        'earns = "Alpha again."\n', 'earns = "Alpha again."\nwrong_versions = ["Gamma comes first of all."]\n', 1,
+    )
+    bank = load_bank(content_dir=write_bank(tmp_path, ("demo.toml", text)))
+    total, credited = wrong_versions_credited(bank=bank)
+    # The patterns read naming, not truth: the sentence that names alpha earns the point.
+    assert total == 2
+    assert credited == [WrongVersionCredit(target="q1", criterion="first", sentence="Alpha is the last letter of all.")]
 
 
 @pytest.mark.parametrize(
