@@ -494,20 +494,22 @@ def _rubric(
                     reader, (*at, "unless"), reader.strings(body, at, "unless"), concepts,
                 ),
                 scope=scope,  # type: ignore[arg-type]
-                paraphrases=_sentences(reader, body, at, "paraphrases"),
-                wrong_versions=_wrong_versions(reader, body, at),
+                paraphrases=(paraphrases := _sentences(reader, body, at, "paraphrases")),
+                wrong_versions=_wrong_versions(reader, body, at, paraphrases=paraphrases),
             ),
         )
     return tuple(criteria)
 
 
-def _wrong_versions(reader: _Reader, body: Mapping[str, Any], at: Sequence[str | int]) -> tuple[str, ...]:
+def _wrong_versions(
+    reader: _Reader, body: Mapping[str, Any], at: Sequence[str | int], *, paraphrases: Sequence[str],
+) -> tuple[str, ...]:
     """Wrong versions are sentences like paraphrases, and never one of the criterion's paraphrases
     (the same sentence cannot both earn the point and be refused it)."""
     wrong_versions = _sentences(reader, body, at, "wrong_versions")
-    paraphrases = {p.strip().lower() for p in reader.strings(body, at, "paraphrases")}
+    earning = {p.strip().lower() for p in paraphrases}
     for sentence in wrong_versions:
-        if sentence.strip().lower() in paraphrases:
+        if sentence.strip().lower() in earning:
             raise reader.error(
                 (*at, "wrong_versions"),
                 f"{sentence!r} is also a paraphrase: a wrong version must state the point wrongly",
