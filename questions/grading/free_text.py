@@ -214,8 +214,10 @@ def criterion_verdicts(
     *, evidence: RubricEvidence, question: Question | FollowUp,
 ) -> tuple[bool | None, ...]:
     """Per criterion, the criterion stage's verdict, or None where it has none (no stage fitted,
-    a criterion it does not decide, or the reader's "no"): then the patterns or the decision
-    model credit. False only where the stage is sure without the reader."""
+    a criterion it does not decide, or the reader asked and the stage unsure either way: then
+    the patterns or the decision model credit). False withdraws their credit: where the stage
+    is sure without the reader, or the reader says no and the stage is all but sure
+    (CriterionStage.verdict)."""
     decider = semantic_model()
     verdicts: list[bool | None] = [None] * len(question.rubric)
     if decider is None or decider.criterion_stage is None:
@@ -227,13 +229,7 @@ def criterion_verdicts(
         if verdicts[position] is None:
             asked[position] = read
     for position, reader_logit in _reader_logits(question, asked).items():
-        # Where the reader was asked, its "yes" credits the point and its "no" leaves the
-        # patterns' and the decision model's verdict standing (as graded since session 13).
-        # Letting the "no" withdraw credit was measured in session 14 (README): it holds far
-        # more fluent wrong answers down, but takes points from right ones, among them five
-        # one-point lesson checks' own model answers (scored 0: the decision model's log-odds
-        # sit near -4.5 on one-criterion rubrics), so it waits for a guard that spares them.
-        verdicts[position] = True if stage.met(_stage_features(asked[position], reader_logit)) else None
+        verdicts[position] = stage.verdict(_stage_features(asked[position], reader_logit))
     return tuple(verdicts)
 
 

@@ -347,6 +347,11 @@ class Logistic:
 READER_FEATURES = ("decision_logit", "reader_logit")
 # What the criterion stage reads: both readers' log-odds and whether the patterns credit it.
 CRITERION_STAGE_FEATURES = ("decision_logit", "reader_logit", "pattern")
+# Below this stage probability, with the reader's log-odds below WITHDRAW_READER_BELOW (a clear
+# no, odds under about 1 in 4.5), the stage withdraws credit the patterns or the decision model
+# gave (CriterionStage.verdict). A weak no is often a right short clause ("decode memory-bound").
+WITHDRAW_BELOW = 0.15
+WITHDRAW_READER_BELOW = -1.5
 
 
 @dataclass(frozen=True)
@@ -414,6 +419,23 @@ class CriterionStage:
 
     def met(self, features: Mapping[str, float]) -> bool:
         return bool(self.logistic.probability(features) >= self.logistic.threshold)
+
+    def verdict(self, features: Mapping[str, float]) -> bool | None:
+        """With the reader asked: True at the threshold; False (withdrawing the patterns' and
+        the decision model's credit) only where the stage is all but sure the point is not made
+        and the reader itself clearly says no; else None, no verdict.
+
+        The two conditions on False are there because a point taken from a right answer costs a
+        learner more than one wrongly given (session 15, README): the refusal at the threshold
+        held down fluent wrong answers but took points from right ones, among them one-point
+        lesson checks' own model answers (the decision model's log-odds sit near -4.5 on
+        one-criterion rubrics while the reader says yes)."""
+        probability = self.logistic.probability(features)
+        if probability >= self.logistic.threshold:
+            return True
+        if probability < WITHDRAW_BELOW and features["reader_logit"] < WITHDRAW_READER_BELOW:
+            return False
+        return None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> CriterionStage:

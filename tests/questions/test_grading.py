@@ -207,8 +207,11 @@ def test_explanations_are_not_keyword_lists(answer):
 
 
 def test_keyword_list_is_capped_at_35_percent(bank):
-    question = bank.question("when-self-host")
-    answer = "privacy, fine-tuning, vendor lock-in, spiky traffic, on-call, break-even"
+    # Since the criterion stage withdraws points its reader clearly denies (session 15), most
+    # keyword lists earn less than the cap on their own; this one still earns more, so the cap
+    # is what holds it down.
+    question = bank.question("continuous-batching-throughput")
+    answer = "static vs continuous\nwaits for longest\njoin/leave each step\nKV paging"
     result = grade(question=question, answer=answer)
     assert sum(c.awarded for c in result.criteria) > KEYWORD_LIST_CAP * result.max_score
     assert result.score == pytest.approx(KEYWORD_LIST_CAP * result.max_score)

@@ -52,6 +52,38 @@ def test_the_reader_is_asked_only_where_its_answer_can_change_the_verdict():
     assert stage.decides(decision_logit=12.0, pattern=True) is True
 
 
+def test_with_the_reader_asked_the_stage_withdraws_credit_only_when_all_but_sure_and_the_reader_clearly_says_no():
+    stage = calibration.fit_criterion_stage(_rows(reader_direction=1.0))
+
+    def features(reader_logit: float, decision_logit: float = 0.0) -> dict[str, float]:
+        return {"decision_logit": decision_logit, "reader_logit": reader_logit, "pattern": 1.0}
+
+    def decision_logit_at(probability: float, reader_logit: float) -> float:
+        # The stage is monotone in the decision model's log-odds: bisect for the probability.
+        low, high = -50.0, 50.0
+        for _ in range(80):
+            middle = (low + high) / 2
+            if stage.logistic.probability(features(reader_logit, middle)) < probability:
+                low = middle
+            else:
+                high = middle
+        return (low + high) / 2
+
+    assert stage.verdict(features(8.0)) is True
+    # Below the threshold but not all but sure: the patterns' credit stands.
+    unsure = features(-0.5, decision_logit_at(0.3, -0.5))
+    assert semantic.WITHDRAW_BELOW < stage.logistic.probability(unsure) < stage.logistic.threshold
+    assert stage.verdict(unsure) is None
+    # All but sure and the reader clearly says no: withdrawn.
+    clear_no = semantic.WITHDRAW_READER_BELOW - 1.0
+    assert stage.verdict(features(clear_no, decision_logit_at(semantic.WITHDRAW_BELOW / 2, clear_no))) is False
+    # All but sure, but the reader's no is weak (a right short clause, "decode memory-bound")
+    # or it says yes (a one-point check's decision model far below): the credit stands.
+    for reader_logit in (semantic.WITHDRAW_READER_BELOW + 0.5, 0.5):
+        low = decision_logit_at(semantic.WITHDRAW_BELOW / 2, reader_logit)
+        assert stage.verdict(features(reader_logit, low)) is None
+
+
 def test_a_stage_that_would_read_the_reader_backwards_is_refused():
     with pytest.raises(ValueError, match="must rise with both readers' log-odds"):
         calibration.fit_criterion_stage(_rows(reader_direction=-1.0))
@@ -153,3 +185,17 @@ def test_the_stage_gives_python_verdicts_never_numpy_booleans(bank):
     assert verdicts and all(v is None or type(v) is bool for v in verdicts)
     stage = semantic.load_model().criterion_stage
     assert type(stage.logistic.probability({"decision_logit": 0.0, "reader_logit": 0.0, "pattern": 1.0})) is float
+
+
+def test_a_sentence_on_the_points_topic_that_states_it_wrongly_loses_the_patterns_credit(bank, monkeypatch):
+    question = bank.question("ttft-tpot-itl-definitions")
+    result = grade(question=question, answer=WRONG_DEFINITIONS)
+    # "ITL is just another name for TPOT" names ITL and TPOT together, which the patterns credit
+    # as the point about the gaps between tokens; the reader clearly says no and the stage is all
+    # but sure, so the point is withdrawn and the answer earns nothing.
+    assert not result.criterion("itl-gaps").met
+    assert result.score == 0
+    monkeypatch.setattr(semantic, "WITHDRAW_BELOW", 0.0)
+    kept = grade(question=question, answer=WRONG_DEFINITIONS)
+    assert kept.criterion("itl-gaps").met
+    assert kept.criterion("itl-gaps").evidence == "ITL is just another name for TPOT, one number per request."
