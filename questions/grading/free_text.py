@@ -216,7 +216,7 @@ def criterion_verdicts(
     """Per criterion, the criterion stage's verdict, or None where it has none (no stage fitted,
     a criterion it does not decide, or the reader asked and the stage unsure either way: then
     the patterns or the decision model credit). False withdraws their credit: where the stage
-    is sure without the reader, or the reader says no and the stage is all but sure
+    is sure without the reader, or the reader clearly says no and the stage is all but sure
     (CriterionStage.verdict)."""
     decider = semantic_model()
     verdicts: list[bool | None] = [None] * len(question.rubric)
