@@ -430,10 +430,9 @@ class CriterionStage:
         held down fluent wrong answers but took points from right ones, among them one-point
         lesson checks' own model answers (the decision model's log-odds sit near -4.5 on
         one-criterion rubrics while the reader says yes)."""
-        probability = self.logistic.probability(features)
-        if probability >= self.logistic.threshold:
+        if self.met(features):
             return True
-        if probability < WITHDRAW_BELOW and features["reader_logit"] < WITHDRAW_READER_BELOW:
+        if self.logistic.probability(features) < WITHDRAW_BELOW and features["reader_logit"] < WITHDRAW_READER_BELOW:
             return False
         return None
 
