@@ -85,6 +85,10 @@ class Misconception:
     # What the learner reads on the mark sheet ("Decode is compute-bound"), never the id.
     # Presentation only: not part of a rubric version (renaming one regrades nothing).
     name: str = ""
+    # Right sentences on the belief's own topic, close in words to it, among them explicit
+    # denials ("It is not that ..."): hard negatives the belief reader is trained on
+    # (export_reader_pairs). Never shown to a learner, never read while grading.
+    right_versions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -517,6 +521,22 @@ def _wrong_versions(
     return wrong_versions
 
 
+def _right_versions(
+    reader: _Reader, body: Mapping[str, Any], at: Sequence[str | int], *, statements: Sequence[str],
+) -> tuple[str, ...]:
+    """Right versions are sentences like statements, and never one of the belief's statements
+    (the same sentence cannot both hold the belief and be right)."""
+    right_versions = _sentences(reader, body, at, "right_versions")
+    believing = {s.strip().lower() for s in statements}
+    for sentence in right_versions:
+        if sentence.strip().lower() in believing:
+            raise reader.error(
+                (*at, "right_versions"),
+                f"right_versions: {sentence!r} is also a statement of the belief: a right version must not hold it",
+            )
+    return right_versions
+
+
 def _sentences(
     reader: _Reader, body: Mapping[str, Any], at: Sequence[str | int], key: str,
 ) -> tuple[str, ...]:
@@ -548,7 +568,7 @@ def _misconceptions(
         at = (*where, "misconceptions", index)
         reader.table(
             body, at, required={"id", "name", "correction"},
-            optional={"match", "voids", "unless", "value", "statements"},
+            optional={"match", "voids", "unless", "value", "statements", "right_versions"},
         )
         misconception_id = reader.slug(body, at, "id")
         name = reader.string(body, at, "name").strip()
@@ -591,6 +611,7 @@ def _misconceptions(
                 value=value,
                 statements=statements,
                 name=name,
+                right_versions=_right_versions(reader, body, at, statements=statements),
             ),
         )
     return tuple(found)
@@ -662,7 +683,10 @@ def rubric_version(
         "type": type,
         # Wrong versions are training data for the criterion reader, never read while grading.
         "rubric": [{k: v for k, v in vars(c).items() if k != "wrong_versions"} for c in rubric],
-        "misconceptions": [{k: v for k, v in vars(m).items() if k != "name"} for m in misconceptions],
+        # Right versions, like wrong versions, are training data only.
+        "misconceptions": [
+            {k: v for k, v in vars(m).items() if k not in ("name", "right_versions")} for m in misconceptions
+        ],
         "choices": [vars(c) for c in choices],
         "numeric": vars(numeric) if numeric else None,
         "concepts": {cid: list(concepts[cid].patterns) for cid in sorted(used)},

@@ -612,19 +612,52 @@ class WrongVersionCredit:
     sentence: str
 
 
+def _free_text_targets(bank: Bank) -> list[tuple[str, Question | FollowUp]]:
+    """Every free-text question and follow-up, named as the reports name them."""
+    targets: list[tuple[str, Question | FollowUp]] = []
+    for question in bank.questions.values():
+        if question.type == "free_text":
+            targets.append((question.slug, question))
+        targets += [(f"{question.slug}/{f.slug}", f) for f in question.follow_ups if f.type == "free_text"]
+    return targets
+
+
 def wrong_versions_credited(*, bank: Bank) -> tuple[int, list[WrongVersionCredit]]:
     """Grade every criterion's wrong versions (bank `wrong_versions`), each alone as the answer,
     and return how many there are and those that earn their own criterion. Each is on the
     point's topic, in its words, and false: a grader that reads meaning credits none."""
     total = 0
     credited: list[WrongVersionCredit] = []
-    for question in bank.questions.values():
-        targets = [(question.slug, question)] if question.type == "free_text" else []
-        targets += [(f"{question.slug}/{f.slug}", f) for f in question.follow_ups if f.type == "free_text"]
-        for name, target in targets:
-            for criterion in target.rubric:
-                for sentence in criterion.wrong_versions:
-                    total += 1
-                    if grade(question=target, answer=sentence).criterion(criterion.id).met:
-                        credited.append(WrongVersionCredit(target=name, criterion=criterion.id, sentence=sentence))
+    for name, target in _free_text_targets(bank):
+        for criterion in target.rubric:
+            for sentence in criterion.wrong_versions:
+                total += 1
+                if grade(question=target, answer=sentence).criterion(criterion.id).met:
+                    credited.append(WrongVersionCredit(target=name, criterion=criterion.id, sentence=sentence))
     return total, credited
+
+
+@dataclass(frozen=True)
+class RightVersionFlag:
+    """A misconception's right version that is flagged as that misconception when it is the
+    whole answer."""
+
+    target: str  # question slug, or "question/follow-up"
+    misconception: str
+    sentence: str
+
+
+def right_versions_flagged(*, bank: Bank) -> tuple[int, list[RightVersionFlag]]:
+    """Grade every misconception's right versions (bank `right_versions`), each alone as the
+    answer, and return how many there are and those flagged as their own misconception. Each is
+    on the belief's topic, close in words, and true: a grader that reads meaning flags none."""
+    total = 0
+    flagged: list[RightVersionFlag] = []
+    for name, target in _free_text_targets(bank):
+        for misconception in target.misconceptions:
+            for sentence in misconception.right_versions:
+                total += 1
+                hits = grade(question=target, answer=sentence).misconceptions
+                if any(hit.id == misconception.id for hit in hits):
+                    flagged.append(RightVersionFlag(target=name, misconception=misconception.id, sentence=sentence))
+    return total, flagged

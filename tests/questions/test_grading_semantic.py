@@ -17,7 +17,12 @@ import pytest
 from questions.bank import BankError, Question, load_bank
 from questions.grading import calibration, grade, semantic
 from questions.grading.embedding import SentenceEncoder, encoder
-from questions.grading.evaluation import WrongVersionCredit, wrong_versions_credited
+from questions.grading.evaluation import (
+    RightVersionFlag,
+    WrongVersionCredit,
+    right_versions_flagged,
+    wrong_versions_credited,
+)
 from tests.questions.test_bank import GOOD_QUESTION, load_error, set_file, write_bank
 
 CONTENT_DIR = Path(__file__).resolve().parents[2] / "questions" / "content"
@@ -389,6 +394,30 @@ def test_the_wrong_version_check_grades_each_alone_and_names_those_credited(tmp_
     assert credited == [WrongVersionCredit(target="q1", criterion="first", sentence="Alpha is the last letter of all.")]
 
 
+def test_right_versions_load_and_do_not_change_what_grades(tmp_path):
+    (tmp_path / "with").mkdir()
+    (tmp_path / "without").mkdir()
+    plain = set_file(GOOD_QUESTION.format(slug="q1"))
+    text = plain.replace('correction = "No."', 'correction = "No."\nright_versions = ["Beta is the answer to another question."]')
+    question = load_bank(content_dir=write_bank(tmp_path / "with", ("demo.toml", text))).question("q1")
+    assert question.misconceptions[0].right_versions == ("Beta is the answer to another question.",)
+    # Only the belief reader's training reads them: attempts keep their rubric version.
+    without = load_bank(content_dir=write_bank(tmp_path / "without", ("demo.toml", plain))).question("q1")
+    assert question.rubric_version == without.rubric_version
+
+
+def test_the_right_version_check_grades_each_alone_and_names_those_flagged(tmp_path, patterns_only):
+    text = set_file(GOOD_QUESTION.format(slug="q1")).replace(
+        'correction = "No."',
+        'correction = "No."\nright_versions = ["Beta is the answer to another question.", "Gamma comes third of all."]',
+    )
+    bank = load_bank(content_dir=write_bank(tmp_path, ("demo.toml", text)))
+    total, flagged = right_versions_flagged(bank=bank)
+    # The patterns read naming, not truth: the true sentence that names beta is flagged.
+    assert total == 2
+    assert flagged == [RightVersionFlag(target="q1", misconception="wrong", sentence="Beta is the answer to another question.")]
+
+
 @pytest.mark.parametrize(
     ("insert", "message"),
     [
@@ -409,6 +438,23 @@ def test_bad_paraphrases_are_refused_with_the_line(tmp_path, insert, message):
     error = load_error(write_bank(tmp_path, ("demo.toml", text)))
     assert message in error.message
     assert isinstance(error, BankError) and error.line > 1
+
+
+@pytest.mark.parametrize(
+    ("insert", "message"),
+    [
+        ('right_versions = ["Beta."]', "one sentence of 3 to 60 words"),
+        (
+            'statements = ["Beta is the first letter."]\nright_versions = ["beta is the first letter."]',
+            "is also a statement of the belief: a right version must not hold it",
+        ),
+    ],
+)
+def test_bad_right_versions_are_refused_with_the_line(tmp_path, insert, message):
+    text = set_file(GOOD_QUESTION.format(slug="q1")).replace('correction = "No."', f'correction = "No."\n{insert}', 1)
+    error = load_error(write_bank(tmp_path, ("demo.toml", text)))
+    assert message in error.message
+    assert "right_versions" in error.message
 
 
 # --- Evidence: the sentence that earned the point ---------------------------------------------

@@ -110,3 +110,25 @@ def test_criterion_pairs_come_from_development_rounds_and_the_bank_never_a_held_
     added = [r for r in with_them["bank"] if r not in data["bank"]]
     assert {"criterion": statement, "unit": point.wrong_versions[0], "label": False} in added
     assert len(added) == sum(len(c.wrong_versions) for t in bank.free_text_targets() for c in t.rubric)
+
+
+def test_right_versions_join_the_belief_readers_negatives_only_when_asked(tmp_path):
+    shutil.copy(EVALUATION_SET / "prefill-decode-ttft.toml", tmp_path)
+    call_command("export_reader_pairs", str(tmp_path / "pairs.json"), "--dir", str(tmp_path), stdout=io.StringIO())
+    call_command(
+        "export_reader_pairs", str(tmp_path / "with.json"), "--dir", str(tmp_path), "--with-right-versions",
+        stdout=io.StringIO(),
+    )
+    without, with_them = (json.loads((tmp_path / name).read_text()) for name in ("pairs.json", "with.json"))
+    bank = load_bank(content_dir=ROOT / "questions" / "content")
+    flops = next(m for m in bank.question("gqa-mqa-kv-cache").misconceptions if m.id == "gqa-saves-flops")
+    belief = belief_text(flops)
+    assert flops.right_versions
+    # The same answers; the bank pairs and hard negatives gain each right version, as no.
+    assert with_them["answers"] == without["answers"]
+    for part in ("bank", "hard_negatives"):
+        added = [r for r in with_them[part] if r not in without[part]]
+        assert {"belief": belief, "unit": flops.right_versions[0], "label": False} in added
+        assert not any(r["label"] for r in added)
+        assert len(added) == sum(len(m.right_versions) for t in bank.free_text_targets() for m in t.misconceptions)
+    assert not any(r["unit"] in flops.right_versions for r in without["bank"] + without["hard_negatives"])

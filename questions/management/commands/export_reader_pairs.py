@@ -10,6 +10,9 @@ answer and of the belief's own correction, as no; and, from the same rounds, eve
 each strong or plain-words answer that holds no belief, against each of its question's beliefs,
 as no: right sentences on the belief's own topic, in a writer's words rather than the bank's
 (the reader's commonest false flag on held-out answers was such a sentence).
+`--with-right-versions` adds each belief's right versions (the bank's `right_versions`: true
+sentences on the belief's topic, close in words, among them explicit denials) as no, both among
+the bank pairs and among the hard negatives of the extra pass.
 `tools/train_belief_reader.py` trains on the file. Held-out rounds never reach it.
 """
 
@@ -49,6 +52,10 @@ class Command(BaseCommand):
             default=Path(settings.BASE_DIR) / "tests" / "questions" / "evaluation_set",
             help="evaluation set directory",
         )
+        parser.add_argument(
+            "--with-right-versions", action="store_true",
+            help="add each belief's right versions (the bank's right_versions) as no",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         bank = load_bank(content_dir=Path(settings.BASE_DIR) / "questions" / "content")
@@ -67,8 +74,9 @@ class Command(BaseCommand):
                         "belief": belief_text(misconception), "unit": candidate.match.unit.text,
                         "label": misconception.id in answer.misconceptions,
                     })
-        from_bank = bank_pairs(bank=bank)
-        hard = hard_negatives(bank=bank)
+        right_versions = options["with_right_versions"]
+        from_bank = bank_pairs(bank=bank, right_versions=right_versions)
+        hard = hard_negatives(bank=bank, right_versions=right_versions)
         options["out"].write_text(
             json.dumps({
                 "rounds": [r.name for r in rounds], "answers": rows, "bank": from_bank,
@@ -100,8 +108,9 @@ def right_answer_sentences(
     ]
 
 
-def hard_negatives(*, bank: Bank) -> list[dict[str, Any]]:
-    """Per belief: each sentence of its question's model answer and of its own correction."""
+def hard_negatives(*, bank: Bank, right_versions: bool = False) -> list[dict[str, Any]]:
+    """Per belief: each sentence of its question's model answer and of its own correction, and
+    with `right_versions` its right versions."""
     rows: list[dict[str, Any]] = []
     for target in bank.free_text_targets():
         answer_sentences = [s.text for s in split_sentences(target.model_answer)]
@@ -114,12 +123,15 @@ def hard_negatives(*, bank: Bank) -> list[dict[str, Any]]:
                 for sentence in [
                     *answer_sentences,
                     *(s.text for s in split_sentences(misconception.correction)),
+                    *(misconception.right_versions if right_versions else ()),
                 ]
             )
     return rows
 
 
-def bank_pairs(*, bank: Bank) -> list[dict[str, Any]]:
+def bank_pairs(*, bank: Bank, right_versions: bool = False) -> list[dict[str, Any]]:
+    """Per belief: its other statements as yes; its question's criteria, paraphrases and other
+    beliefs' statements as no; with `right_versions`, its own right versions as no."""
     rng = random.Random(SEED)
     rows: list[dict[str, Any]] = []
     for target in bank.free_text_targets():
@@ -130,6 +142,10 @@ def bank_pairs(*, bank: Bank) -> list[dict[str, Any]]:
             rows.extend(
                 {"belief": belief, "unit": s, "label": True} for s in misconception.statements[1:]
             )
+            if right_versions:
+                rows.extend(
+                    {"belief": belief, "unit": s, "label": False} for s in misconception.right_versions
+                )
             for criterion in target.rubric:
                 rows.append({"belief": belief, "unit": criterion.earns, "label": False})
                 rows.extend(
