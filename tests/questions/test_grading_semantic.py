@@ -398,7 +398,9 @@ def test_right_versions_load_and_do_not_change_what_grades(tmp_path):
     (tmp_path / "with").mkdir()
     (tmp_path / "without").mkdir()
     plain = set_file(GOOD_QUESTION.format(slug="q1"))
-    text = plain.replace('correction = "No."', 'correction = "No."\nright_versions = ["Beta is the answer to another question."]')
+    text = plain.replace(
+        'correction = "No."', 'correction = "No."\nright_versions = ["Beta is the answer to another question."]',
+    )
     question = load_bank(content_dir=write_bank(tmp_path / "with", ("demo.toml", text))).question("q1")
     assert question.misconceptions[0].right_versions == ("Beta is the answer to another question.",)
     # Only the belief reader's training reads them: attempts keep their rubric version.
@@ -415,7 +417,9 @@ def test_the_right_version_check_grades_each_alone_and_names_those_flagged(tmp_p
     total, flagged = right_versions_flagged(bank=bank)
     # The patterns read naming, not truth: the true sentence that names beta is flagged.
     assert total == 2
-    assert flagged == [RightVersionFlag(target="q1", misconception="wrong", sentence="Beta is the answer to another question.")]
+    assert flagged == [
+        RightVersionFlag(target="q1", misconception="wrong", sentence="Beta is the answer to another question."),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,8 @@ class Command(BaseCommand):
         bank = load_bank(content_dir=Path(settings.CONTENT_DIRS["questions"]))
         total, credited = wrong_versions_credited(bank=bank)
         self.stdout.write(
-            f"{len(credited)} of {total} wrong versions earn their own point when given alone{_share(len(credited), total)}",
+            f"{len(credited)} of {total} wrong versions earn their own point when given alone"
+            f"{_share(len(credited), total)}",
         )
         if options["verbosity"] >= 2:
             for credit in credited:
