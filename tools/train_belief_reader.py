@@ -22,7 +22,9 @@ draws N pairs with the seed from the export's right answer sentences (each sente
 development round's strong or plain-words answer against each of its question's beliefs) into
 the pass. Measured in session 12 (README, "Session 12"): 1,200 of them, or only those the shipped
 reader scored high, changed answers graded right on rounds 7-12 by a couple either way, so the
-shipped reader was trained without them (the default, 0). `--checkpoint PATH`
+shipped reader was trained without them (the default, 0). Nor was it trained on the bank's right
+versions (`export_reader_pairs --with-right-versions`): measured in session 16 (README, "Session
+16") they cost strong answers on rounds 7-15. `--checkpoint PATH`
 keeps the float32 weights after the three epochs; `--resume PATH` starts from such a file
 and runs only the extra pass.
 
