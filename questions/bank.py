@@ -499,42 +499,28 @@ def _rubric(
                 ),
                 scope=scope,  # type: ignore[arg-type]
                 paraphrases=(paraphrases := _sentences(reader, body, at, "paraphrases")),
-                wrong_versions=_wrong_versions(reader, body, at, paraphrases=paraphrases),
+                wrong_versions=_opposite_sentences(
+                    reader, body, at, "wrong_versions", against=paraphrases,
+                    refusal="is also a paraphrase: a wrong version must state the point wrongly",
+                ),
             ),
         )
     return tuple(criteria)
 
 
-def _wrong_versions(
-    reader: _Reader, body: Mapping[str, Any], at: Sequence[str | int], *, paraphrases: Sequence[str],
+def _opposite_sentences(
+    reader: _Reader, body: Mapping[str, Any], at: Sequence[str | int], key: str, *,
+    against: Sequence[str], refusal: str,
 ) -> tuple[str, ...]:
-    """Wrong versions are sentences like paraphrases, and never one of the criterion's paraphrases
-    (the same sentence cannot both earn the point and be refused it)."""
-    wrong_versions = _sentences(reader, body, at, "wrong_versions")
-    earning = {p.strip().lower() for p in paraphrases}
-    for sentence in wrong_versions:
-        if sentence.strip().lower() in earning:
-            raise reader.error(
-                (*at, "wrong_versions"),
-                f"{sentence!r} is also a paraphrase: a wrong version must state the point wrongly",
-            )
-    return wrong_versions
-
-
-def _right_versions(
-    reader: _Reader, body: Mapping[str, Any], at: Sequence[str | int], *, statements: Sequence[str],
-) -> tuple[str, ...]:
-    """Right versions are sentences like statements, and never one of the belief's statements
-    (the same sentence cannot both hold the belief and be right)."""
-    right_versions = _sentences(reader, body, at, "right_versions")
-    believing = {s.strip().lower() for s in statements}
-    for sentence in right_versions:
-        if sentence.strip().lower() in believing:
-            raise reader.error(
-                (*at, "right_versions"),
-                f"right_versions: {sentence!r} is also a statement of the belief: a right version must not hold it",
-            )
-    return right_versions
+    """Training sentences that say the opposite of `against` (a criterion's wrong versions
+    against its paraphrases, a belief's right versions against its statements): sentences like
+    them, and never one of them (the same sentence cannot be both)."""
+    sentences = _sentences(reader, body, at, key)
+    opposite = {s.strip().lower() for s in against}
+    for sentence in sentences:
+        if sentence.strip().lower() in opposite:
+            raise reader.error((*at, key), f"{key}: {sentence!r} {refusal}")
+    return sentences
 
 
 def _sentences(
@@ -611,7 +597,10 @@ def _misconceptions(
                 value=value,
                 statements=statements,
                 name=name,
-                right_versions=_right_versions(reader, body, at, statements=statements),
+                right_versions=_opposite_sentences(
+                    reader, body, at, "right_versions", against=statements,
+                    refusal="is also a statement of the belief: a right version must not hold it",
+                ),
             ),
         )
     return tuple(found)

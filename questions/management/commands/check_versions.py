@@ -31,22 +31,19 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         bank = load_bank(content_dir=Path(settings.CONTENT_DIRS["questions"]))
         total, credited = wrong_versions_credited(bank=bank)
-        self.stdout.write(
-            f"{len(credited)} of {total} wrong versions earn their own point when given alone"
-            f"{_share(len(credited), total)}",
+        self._report(
+            total, [f"{c.target} {c.criterion}: {c.sentence}" for c in credited],
+            what="wrong versions earn their own point", verbose=options["verbosity"] >= 2,
         )
-        if options["verbosity"] >= 2:
-            for credit in credited:
-                self.stdout.write(f"  {credit.target} {credit.criterion}: {credit.sentence}")
         total, flagged = right_versions_flagged(bank=bank)
-        self.stdout.write(
-            f"{len(flagged)} of {total} right versions are flagged as their own misconception when given alone"
-            f"{_share(len(flagged), total)}",
+        self._report(
+            total, [f"{f.target} {f.misconception}: {f.sentence}" for f in flagged],
+            what="right versions are flagged as their own misconception", verbose=options["verbosity"] >= 2,
         )
-        if options["verbosity"] >= 2:
-            for flag in flagged:
-                self.stdout.write(f"  {flag.target} {flag.misconception}: {flag.sentence}")
 
-
-def _share(part: int, total: int) -> str:
-    return f" ({part / total:.0%})" if total else ""
+    def _report(self, total: int, found: list[str], *, what: str, verbose: bool) -> None:
+        share = f" ({len(found) / total:.0%})" if total else ""
+        self.stdout.write(f"{len(found)} of {total} {what} when given alone{share}")
+        if verbose:
+            for line in found:
+                self.stdout.write(f"  {line}")
