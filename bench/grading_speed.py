@@ -1,6 +1,7 @@
 """Deterministic grading speed over the evaluation set: p50 / p95 / max per answer, in ms.
 
-    python bench/grading_speed.py [--repeat 20] [--every N] [--without-reader] [--without-criterion-reader]
+    python bench/grading_speed.py [--repeat 20] [--every N] [--without-reader]
+        [--without-criterion-reader] [--without-second-look]
 
 Needs no database or Django settings: it reads the bank and the labelled answers from files.
 The first pass over the set is reported on its own (regexes compile and each question's
@@ -11,7 +12,8 @@ process (the web and worker processes already use the cores); on a busy machine 
 to a core and take the best of three. `--every N` grades every Nth labelled answer (the set
 is ~4,000 answers); `--without-reader` lets the decision model decide misconceptions alone
 and the patterns or the decision model credit criteria (neither reader), and
-`--without-criterion-reader` drops only the criterion reader's stage, to show what each costs. E.g.
+`--without-criterion-reader` drops only the criterion reader's stage, and `--without-second-look`
+only the belief reader's second look at every own sentence, to show what each costs. E.g.
 
     for i in 1 2 3; do OPENBLAS_NUM_THREADS=1 taskset -c 1 python bench/grading_speed.py; done
 """
@@ -59,6 +61,10 @@ def main() -> int:
         "--without-criterion-reader", action="store_true",
         help="criteria credited by the patterns or the decision model (no criterion reader)",
     )
+    parser.add_argument(
+        "--without-second-look", action="store_true",
+        help="the belief reader reads only the closest sentence per belief (no second look)",
+    )
     args = parser.parse_args()
     if args.every < 1:
         parser.error(f"--every must be at least 1, not {args.every}")
@@ -69,6 +75,8 @@ def main() -> int:
         )
     elif args.without_criterion_reader:
         semantic.use_model(dataclasses.replace(semantic.load_model(), criterion_stage=None))
+    if args.without_second_look:
+        semantic.SECOND_LOOK_FROM = None
 
     started = time.perf_counter()
     bank = load_bank(content_dir=args.content_dir)

@@ -272,13 +272,16 @@ def grade_rubric(
     ):
         # `unless` guards the patterns ("compute-bound" near "batching"); the semantic match
         # already weighed the whole sentence against the right statements.
-        if semantic is not None and not found and _credited_by_patterns(
+        if semantic is not None and not semantic.read_as_stated and not found and _credited_by_patterns(
             evidence, question, semantic.unit.first, semantic.unit.last, misconception.voids,
         ):
             # Read by meaning alone, the sentence states the belief; read by the patterns
             # (relations and negation included) it earns a point the belief contradicts
             # ("GPUs have far more compute than bandwidth" is not "compute is the limit").
-            # The explicit reading wins.
+            # The explicit reading wins over the bi-encoder's, not over the belief reader's
+            # sure reading of that sentence, which weighed the same words in order
+            # ("large batches make every request finish faster" names batching's efficiency
+            # and states the belief).
             semantic = None
         if semantic is not None:
             wrong_sentences.update(range(semantic.unit.first, semantic.unit.last + 1))

@@ -23,7 +23,9 @@ the labelled rounds by `manage.py fit_semantic_model` (see calibration.py), whic
 leave-one-round-out figures: the honest estimate on answers nobody tuned it for.
 
 For misconceptions a second reader has a say (belief_reader.py): a cross-encoder that reads the
-belief and the closest unit together, combined with the decision model by `ReaderStage`.
+belief and the closest unit together, combined with the decision model by `ReaderStage`; where
+they do not flag a belief, the reader takes a second look at each of the learner's own
+sentences (`SECOND_LOOK_FROM`).
 """
 
 from __future__ import annotations
@@ -262,6 +264,18 @@ class SemanticMatch:
     reference: str
     # The decision model's probability that the unit says the item (see SemanticModel).
     probability: float = 1.0
+    # For a misconception, the belief reader's log-odds that the unit states it, where it was
+    # asked (None where the decision model's probability decided alone).
+    reader_logit: float | None = None
+
+    @property
+    def read_as_stated(self) -> bool:
+        """Whether the belief reader is sure the unit states the belief (SECOND_LOOK_FROM)."""
+        return (
+            SECOND_LOOK_FROM is not None
+            and self.reader_logit is not None
+            and self.reader_logit >= SECOND_LOOK_FROM
+        )
 
 
 # What the decision model reads about the unit closest in meaning to an item. Similarities
@@ -352,6 +366,13 @@ CRITERION_STAGE_FEATURES = ("decision_logit", "reader_logit", "pattern")
 # gave (CriterionStage.verdict). A weak no is often a right short clause ("decode memory-bound").
 WITHDRAW_BELOW = 0.15
 WITHDRAW_READER_BELOW = -1.5
+# The reader stage reads one unit per belief, the one the bi-encoder finds closest, and for
+# many beliefs stated in other words that is not the sentence that states it ("EAGLE heads
+# need no training": -4.3 for the closest sentence, +3.5 for another). So where the stage does
+# not flag a belief, the belief reader reads every single sentence the learner claims as their
+# own against it, and one it reads as stating the belief at these log-odds or more (odds of
+# about 55 to 1) flags it. Chosen on rounds 7-15 (README, session 17). None: no second look.
+SECOND_LOOK_FROM: float | None = 4.0
 
 
 @dataclass(frozen=True)
@@ -669,12 +690,23 @@ def _decide(candidate: Candidate, logistic: Logistic | None) -> SemanticMatch | 
     )
 
 
+@dataclass(frozen=True)
+class OwnSentence:
+    """A single learner sentence the learner claims as their own, as a misconception sees it:
+    its closest statement of the belief (any polarity: the reader weighs that) and the cosine."""
+
+    unit: Unit
+    similarity: float
+    reference: str
+
+
 def _decide_misconceptions(
     candidates: Sequence[Candidate], *, items: Sequence[Misconception],
-    decider: SemanticModel | None,
+    decider: SemanticModel | None, own_sentences: Sequence[Sequence[OwnSentence]],
 ) -> tuple[SemanticMatch | None, ...]:
     """Per misconception, the unit taken as stating it: by the decision model alone, or, where
-    a reader stage is fitted, by both readers for the candidates in its band (one batch)."""
+    a reader stage is fitted, by both readers for the candidates in its band (one batch), then
+    by the reader's second look at every own sentence for a belief still not flagged."""
     if decider is None or decider.reader is None:
         return tuple(_decide(c, decider.misconception if decider else None) for c in candidates)
     stage = decider.reader
@@ -686,26 +718,86 @@ def _decide_misconceptions(
         for c, p in zip(candidates, probabilities, strict=True)
     ]
     asked = [i for i, verdict in enumerate(verdicts) if verdict is None]
+    # What the reader said of a (belief, unit) pair, so the second look does not ask twice.
+    read: dict[tuple[int, str], float] = {}
     if asked:
         logits = belief_reader.reader().logits(
             [(belief_reader.belief_text(items[i]), candidates[i].match.unit.text) for i in asked],  # type: ignore[union-attr]
         )
         for i, reader_logit in zip(asked, logits, strict=True):
+            read[i, candidates[i].match.unit.text] = reader_logit  # type: ignore[union-attr]
             probabilities[i] = stage.probability(
                 decision_probability=probabilities[i], reader_logit=reader_logit,
             )
             verdicts[i] = probabilities[i] >= stage.logistic.threshold
     decided: list[SemanticMatch | None] = []
-    for candidate, probability, verdict in zip(candidates, probabilities, verdicts, strict=True):
+    for i, (candidate, probability, verdict) in enumerate(
+        zip(candidates, probabilities, verdicts, strict=True),
+    ):
         match = candidate.match
         decided.append(
             SemanticMatch(
                 unit=match.unit, similarity=match.similarity, reference=match.reference,
-                probability=probability,
+                probability=probability, reader_logit=read.get((i, match.unit.text)),
             )
             if verdict and match else None,
         )
+    return _second_look(decided, items=items, own_sentences=own_sentences, read=read)
+
+
+def _second_look(
+    decided: list[SemanticMatch | None], *, items: Sequence[Misconception],
+    own_sentences: Sequence[Sequence[OwnSentence]], read: dict[tuple[int, str], float],
+) -> tuple[SemanticMatch | None, ...]:
+    """Each belief not flagged, read by the belief reader against each own sentence (one
+    batch); the sentence it reads as stating the belief most surely, from SECOND_LOOK_FROM,
+    flags it. Its probability is the reader's own."""
+    threshold = SECOND_LOOK_FROM
+    if threshold is None:
+        return tuple(decided)
+    pending = [
+        (i, sentence)
+        for i, match in enumerate(decided) if match is None
+        for sentence in own_sentences[i]
+        if (i, sentence.unit.text) not in read
+    ]
+    if pending:
+        logits = belief_reader.reader().logits(
+            [(belief_reader.belief_text(items[i]), s.unit.text) for i, s in pending],
+        )
+        read.update(
+            ((i, s.unit.text), value) for (i, s), value in zip(pending, logits, strict=True)
+        )
+    for i, match in enumerate(decided):
+        if match is not None or not own_sentences[i]:
+            continue
+        surest = max(own_sentences[i], key=lambda s: read[i, s.unit.text])
+        reader_logit = read[i, surest.unit.text]
+        if reader_logit >= threshold:
+            decided[i] = SemanticMatch(
+                unit=surest.unit, similarity=surest.similarity, reference=surest.reference,
+                probability=float(1.0 / (1.0 + np.exp(-reader_logit))),
+                reader_logit=reader_logit,
+            )
     return tuple(decided)
+
+
+def _own_sentences(
+    similarities: np.ndarray, references: Sequence[_Reference], *, units: Sequence[Unit],
+    own_claims: np.ndarray,
+) -> tuple[OwnSentence, ...]:
+    """The single sentences (not pairs) the learner claims as their own, each with its closest
+    statement of a belief."""
+    if not references:
+        return ()
+    return tuple(
+        OwnSentence(
+            unit=unit_, similarity=float(similarities[u].max()),
+            reference=references[int(similarities[u].argmax())].text,
+        )
+        for u, unit_ in enumerate(units)
+        if own_claims[u] and not unit_.pair
+    )
 
 
 def semantic_evidence(
@@ -847,6 +939,10 @@ def semantic_evidence(
         ),
         misconceptions=_decide_misconceptions(
             misconception_candidates, items=question.misconceptions, decider=decider,
+            own_sentences=[
+                _own_sentences(sims, refs, units=units, own_claims=own_claims)
+                for sims, refs in zip(misconception_sims, prepared.misconceptions, strict=True)
+            ],
         ),
         sentence_scores=sentence_scores,
         criterion_candidates=tuple(criterion_candidates),

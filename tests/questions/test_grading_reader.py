@@ -145,6 +145,54 @@ def test_without_the_reader_the_belief_is_not_flagged(bank, without_reader):
     assert grade(question=bank.question("inference-bottleneck"), answer=COMPUTE_BOUND).misconceptions == ()
 
 
+# Written for these tests, not taken from any evaluation round: the first three sentences are
+# right and closest to the belief in the bi-encoder's space (they name Medusa's and EAGLE's heads);
+# the last one states the belief without its words ("costs no preparation" for "needs no
+# training"), and only the belief reader, reading it against the belief, sees that.
+SPECULATIVE_THREE_WAYS = (
+    "A separate draft model, say a 1B model from the same family, needs the same tokenizer and "
+    "brings its own weights and KV cache into GPU memory, and it drafts one token per pass. "
+    "Medusa adds a few extra heads to the target's last hidden state, each guessing a token "
+    "further ahead, and the target checks the candidates as a tree in one forward pass. "
+    "EAGLE drafts with a small one-layer head that predicts the target's hidden features, so its "
+    "guesses are accepted more often than Medusa's. "
+)
+NO_PREPARATION = "So I would just switch on EAGLE for whatever model I run, since it costs no preparation."
+WHEN_HEADS_EXIST = (
+    "I would choose a family draft model when I can train nothing and EAGLE when heads exist "
+    "for my model."
+)
+
+
+def test_a_belief_stated_away_from_the_closest_sentence_is_caught_by_the_second_look(bank):
+    result = grade(
+        question=bank.question("draft-model-vs-medusa-eagle"),
+        answer=SPECULATIVE_THREE_WAYS + NO_PREPARATION,
+    )
+    assert [m.id for m in result.misconceptions] == ["heads-need-no-training"]
+    assert result.misconceptions[0].evidence == NO_PREPARATION
+    assert result.fraction <= 0.5
+
+
+def test_without_the_second_look_that_answer_passes_above_half(bank, monkeypatch):
+    monkeypatch.setattr(semantic, "SECOND_LOOK_FROM", None)
+    result = grade(
+        question=bank.question("draft-model-vs-medusa-eagle"),
+        answer=SPECULATIVE_THREE_WAYS + NO_PREPARATION,
+    )
+    assert result.misconceptions == ()
+    assert result.fraction > 0.5
+
+
+def test_the_second_look_leaves_a_right_choice_rule_alone(bank):
+    result = grade(
+        question=bank.question("draft-model-vs-medusa-eagle"),
+        answer=SPECULATIVE_THREE_WAYS + WHEN_HEADS_EXIST,
+    )
+    assert result.misconceptions == ()
+    assert result.fraction >= 0.8
+
+
 # A known error of the belief reader (found by tests/questions/test_challenges.py in session 11,
 # after round 12's first run): the sentence says a long prompt DOES slow the first token, and the
 # reader reads it as the belief that it does not ("... does not delay the first token, it only
