@@ -152,7 +152,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout9", "1st", "run", "heldout9", "now", "heldout10", "1st", "run", "heldout10", "now",
         "heldout11", "1st", "run", "heldout11", "now", "heldout12", "1st", "run", "heldout12", "now",
         "heldout13", "1st", "run", "heldout13", "now", "heldout14", "1st", "run", "heldout14", "now",
-        "heldout15", "1st", "run", "heldout15", "now",
+        "heldout15", "1st", "run", "heldout15", "now", "heldout16", "1st", "run", "heldout16", "now",
     ]
     rows = {line[:36].strip(): line[36:].split() for line in lines if line[:36].strip()}
     columns = [
@@ -160,7 +160,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout5 1st", "heldout5 now", "heldout6 1st", "heldout6 now", "heldout7 1st", "heldout7 now",
         "heldout8 1st", "heldout8 now", "heldout9 1st", "heldout9 now", "heldout10 1st", "heldout10 now",
         "heldout11 1st", "heldout11 now", "heldout12 1st", "heldout12 now", "heldout13 1st", "heldout13 now",
-        "heldout14 1st", "heldout14 now", "heldout15 1st", "heldout15 now",
+        "heldout14 1st", "heldout14 now", "heldout15 1st", "heldout15 now", "heldout16 1st", "heldout16 now",
     ]
     misconception = rows["misconception (flagged and <= 50%)"]
     agreement = rows["criterion agreement"]
@@ -194,6 +194,8 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout14": (["43/58", "74%"], "80%", "0.60", ["291/348", "84%"]),
         # Round 15 (session 12, sealed until session 15's withdrawal by the reader's clear no).
         "heldout15": (["39/58", "67%"], "90%", "0.81", ["298/348", "86%"]),
+        # Round 16 (session 14, sealed until session 17's second look by the belief reader).
+        "heldout16": (["47/58", "81%"], "90%", "0.81", ["308/348", "89%"]),
     }
     for name, (flagged, agreed, kappa_, right) in first_runs.items():
         at = columns.index(f"{name} 1st")
@@ -220,7 +222,10 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "first run 2026-12-03 10:59 UTC at 8c1bea76fdd3" in text
     assert "first run 2026-12-03 14:10 UTC at 5728275bf693" in text
     assert "first run 2026-12-03 21:22 UTC at dca368ea0c1e" in text
-    assert "heldout15: held-out;" in text
+    assert "first run 2026-12-04 08:50 UTC at 4d67987b7d18" in text
+    assert "heldout16: held-out;" in text
+    # Round 15 was tuned on in session 17 (the second look's threshold was chosen on rounds 7-15).
+    assert "heldout15: development;" in text
     # Round 14 was tuned on in session 15 (the criterion stage refitted on rounds 7-14).
     assert "heldout14: development;" in text
     # Rounds 12 and 13 were tuned on in session 13 (the criterion reader's stage was fitted on them).
@@ -231,8 +236,8 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "heldout8: development;" in text and "heldout9: development;" in text
     assert "heldout10: development;" in text and "heldout11: development;" in text
     # Rounds written blind and not yet graded are listed, sealed, with no column.
-    assert "heldout15: sealed" not in text
-    assert "heldout16: sealed (written blind, not graded yet" in text
+    assert "heldout16: sealed" not in text
+    assert "heldout17: sealed (written blind, not graded yet" in text
 
 
 LABELLED = """question = "inference-bottleneck"
@@ -333,8 +338,8 @@ def test_the_reader_stage_is_fitted_on_graded_rounds_the_decision_model_never_sa
     monkeypatch.setattr(semantic, "MODEL_FILE", model_file)
     source = ROOT / "tests" / "questions" / "evaluation_set"
     rounds = tmp_path / "rounds"
-    # heldout6 (fitted on), heldout7 and heldout8 (graded once, not fitted on), heldout16 (sealed).
-    for name in ("heldout6", "heldout7", "heldout8", "heldout16"):
+    # heldout6 (fitted on), heldout7 and heldout8 (graded once, not fitted on), heldout17 (sealed).
+    for name in ("heldout6", "heldout7", "heldout8", "heldout17"):
         (rounds / name).mkdir(parents=True)
         (rounds / name / "round.json").write_text((source / name / "round.json").read_text())
         for path in sorted(source.joinpath(name).glob("*.toml"))[:8]:
@@ -372,8 +377,8 @@ def test_the_criterion_stage_is_fitted_on_graded_rounds_the_decision_model_never
     monkeypatch.setattr(semantic, "MODEL_FILE", model_file)
     source = ROOT / "tests" / "questions" / "evaluation_set"
     rounds = tmp_path / "rounds"
-    # heldout6 (fitted on), heldout7 and heldout8 (graded once, not fitted on), heldout16 (sealed).
-    for name in ("heldout6", "heldout7", "heldout8", "heldout16"):
+    # heldout6 (fitted on), heldout7 and heldout8 (graded once, not fitted on), heldout17 (sealed).
+    for name in ("heldout6", "heldout7", "heldout8", "heldout17"):
         (rounds / name).mkdir(parents=True)
         (rounds / name / "round.json").write_text((source / name / "round.json").read_text())
         for path in sorted(source.joinpath(name).glob("*.toml"))[:6]:
