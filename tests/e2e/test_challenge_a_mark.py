@@ -1,5 +1,6 @@
-"""A learner whose plain-words answer was under-credited challenges the mark, in a real browser,
-at desktop width and on a phone."""
+"""A learner whose plain-words answer was under-credited challenges the mark, and one whose
+answer states a misconception reads the sentence the marker read it in, in a real browser, at
+desktop width and on a phone."""
 
 import contextlib
 from collections.abc import Iterator
@@ -9,6 +10,7 @@ import pytest
 from questions.models import MarkChallenge, Question
 from tests.e2e.conftest import SCREENSHOTS, log_in, watched_page
 from tests.grading import submit_and_mark
+from tests.questions.test_grading_reader import NO_PREPARATION, SPECULATIVE_THREE_WAYS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -19,17 +21,19 @@ PARTIAL = (
 
 
 @contextlib.contextmanager
-def _marked_answer_page(*, live_site, browser, make_user, width: int, answer: str) -> Iterator[tuple]:
-    """A learner whose answer to prefill-decode-ttft is marked, signed in on the question's page
-    at this width: (page, attempt). The page must end without console errors or failed requests."""
+def _marked_answer_page(
+    *, live_site, browser, make_user, width: int, answer: str, slug: str = "prefill-decode-ttft",
+) -> Iterator[tuple]:
+    """A learner whose answer to the question is marked, signed in on the question's page at this
+    width: (page, attempt). The page must end without console errors or failed requests."""
     user = make_user("learner", password="prefill-decode-bandwidth-9")
-    attempt = submit_and_mark(user=user, question=Question.objects.get(slug="prefill-decode-ttft"), answer=answer)
+    attempt = submit_and_mark(user=user, question=Question.objects.get(slug=slug), answer=answer)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     context = browser.new_context(viewport={"width": width, "height": 900}, is_mobile=width < 640)
     page = watched_page(context)
     try:
         log_in(page, live_site.url, username="learner")
-        page.goto(f"{live_site.url}/practice/q/prefill-decode-ttft/")
+        page.goto(f"{live_site.url}/practice/q/{slug}/")
         yield page, attempt
         assert not page.problems, page.problems
     finally:
@@ -88,3 +92,33 @@ def test_a_near_miss_quotes_the_learners_sentence_and_leads_to_the_challenge(
         near.get_by_role("link", name="challenge this mark").click()
         page.wait_for_url(f"{live_site.url}/practice/attempts/{attempt.pk}/#challenge")
         page.locator("#challenge").get_by_label("Connects TTFT to prefill, which grows with prompt length").check()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_belief_stated_in_other_words_is_shown_with_the_learners_sentence(
+    live_site, browser, course, make_user, width
+):
+    # The belief is in the last sentence, which the belief reader's second look reads (see
+    # tests/questions/test_grading_reader.py).
+    with _marked_answer_page(
+        live_site=live_site, browser=browser, make_user=make_user, width=width,
+        answer=SPECULATIVE_THREE_WAYS + NO_PREPARATION, slug="draft-model-vs-medusa-eagle",
+    ) as (page, attempt):
+        sheet = page.get_by_test_id("mark-sheet").inner_text()
+        assert "Score capped. The answer rests on a misconception (see below), so it is held to 50%" in sheet
+        # 4 of 7 points earned, held to 3.5; the Medusa point the belief contradicts says why it is not credited.
+        assert sheet.startswith("3.5 / 7 (50%)")
+        assert (
+            "(Not credited: the answer states the misconception “Medusa and EAGLE heads need no training”, "
+            "which contradicts this point.)"
+        ) in sheet
+        flagged = page.get_by_test_id("misconception")
+        assert flagged.count() == 1
+        text = flagged.inner_text()
+        assert text.startswith("Misconception: Medusa and EAGLE heads need no training.")
+        assert f"You wrote: “{NO_PREPARATION}”" in text
+        assert attempt.score <= attempt.max_score / 2
+        assert page.get_by_test_id("challenge-link").is_visible()
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        flagged.scroll_into_view_if_needed()
+        page.screenshot(path=str(SCREENSHOTS / f"second-look-{width}.png"), full_page=True)
