@@ -395,3 +395,36 @@ def test_a_right_number_without_its_unit_earns_half_and_says_the_unit(bank, answ
 def test_a_wrong_number_without_a_unit_earns_nothing(bank):
     value = grade(question=bank.question("kv-bytes-per-token"), answer="1000").criterion("value")
     assert value.awarded == 0 and value.feedback.startswith("Not quite")
+
+
+# Written for this test. Dividing FLOPs per token by peak FLOP/s is the compute check the
+# "checks-compute" point earns; until session 17 the misconception "FLOPs decide decode speed"
+# matched it too ("peak + flops + divide"), so plain-words answers that made the check were held
+# to 50% and told they held the belief (six blind rounds had one).
+CHECKS_THE_COMPUTE_SIDE = (
+    "Each new word needs every weight read once, so I would divide the 16 GB of weights by the "
+    "card's 3.35 TB/s, about 4.8 ms, or roughly 200 words a second at most. I would also check the "
+    "arithmetic side: about two operations per weight per word, divided by the chip's peak FLOPs, "
+    "and keep whichever limit is tighter."
+)
+
+
+def test_checking_the_compute_side_is_not_read_as_flops_deciding_decode(bank, patterns_only):
+    result = grade(question=bank.question("fastest-possible-generation"), answer=CHECKS_THE_COMPUTE_SIDE)
+    assert flagged(result) == set()
+    assert "checks-compute" in met(result)
+
+
+def test_flops_deciding_decode_is_still_flagged(bank, patterns_only):
+    result = grade(
+        question=bank.question("fastest-possible-generation"),
+        answer="Decode is compute-bound, so tokens per second is the GPU's FLOPs divided by the FLOPs per token.",
+    )
+    assert flagged(result) == {"flops-decide-decode"}
+
+
+def test_the_whole_grader_does_not_hold_that_answer_to_half(bank):
+    result = grade(question=bank.question("fastest-possible-generation"), answer=CHECKS_THE_COMPUTE_SIDE)
+    assert result.misconceptions == ()
+    assert result.capped_reason is None
+    assert result.fraction > 0.5
