@@ -153,6 +153,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout11", "1st", "run", "heldout11", "now", "heldout12", "1st", "run", "heldout12", "now",
         "heldout13", "1st", "run", "heldout13", "now", "heldout14", "1st", "run", "heldout14", "now",
         "heldout15", "1st", "run", "heldout15", "now", "heldout16", "1st", "run", "heldout16", "now",
+        "heldout17", "1st", "run", "heldout17", "now",
     ]
     rows = {line[:36].strip(): line[36:].split() for line in lines if line[:36].strip()}
     columns = [
@@ -161,6 +162,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout8 1st", "heldout8 now", "heldout9 1st", "heldout9 now", "heldout10 1st", "heldout10 now",
         "heldout11 1st", "heldout11 now", "heldout12 1st", "heldout12 now", "heldout13 1st", "heldout13 now",
         "heldout14 1st", "heldout14 now", "heldout15 1st", "heldout15 now", "heldout16 1st", "heldout16 now",
+        "heldout17 1st", "heldout17 now",
     ]
     misconception = rows["misconception (flagged and <= 50%)"]
     agreement = rows["criterion agreement"]
@@ -196,6 +198,8 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout15": (["39/58", "67%"], "90%", "0.81", ["298/348", "86%"]),
         # Round 16 (session 14, sealed until session 17's second look by the belief reader).
         "heldout16": (["47/58", "81%"], "90%", "0.81", ["308/348", "89%"]),
+        # Round 17 (session 16, sealed until session 17's rubric fix; the same grader otherwise).
+        "heldout17": (["45/58", "78%"], "91%", "0.83", ["313/348", "90%"]),
     }
     for name, (flagged, agreed, kappa_, right) in first_runs.items():
         at = columns.index(f"{name} 1st")
@@ -223,9 +227,11 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "first run 2026-12-03 14:10 UTC at 5728275bf693" in text
     assert "first run 2026-12-03 21:22 UTC at dca368ea0c1e" in text
     assert "first run 2026-12-04 08:50 UTC at 4d67987b7d18" in text
-    assert "heldout16: held-out;" in text
-    # Round 15 was tuned on in session 17 (the second look's threshold was chosen on rounds 7-15).
-    assert "heldout15: development;" in text
+    assert "first run 2026-12-04 09:22 UTC at 7eb12fc974c1" in text
+    assert "heldout17: held-out;" in text
+    # Round 15 was tuned on in session 17 (the second look's threshold was chosen on rounds 7-15),
+    # and round 16 after its first run (a rubric fix was chosen with its answers).
+    assert "heldout15: development;" in text and "heldout16: development;" in text
     # Round 14 was tuned on in session 15 (the criterion stage refitted on rounds 7-14).
     assert "heldout14: development;" in text
     # Rounds 12 and 13 were tuned on in session 13 (the criterion reader's stage was fitted on them).
@@ -237,7 +243,8 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "heldout10: development;" in text and "heldout11: development;" in text
     # Rounds written blind and not yet graded are listed, sealed, with no column.
     assert "heldout16: sealed" not in text
-    assert "heldout17: sealed (written blind, not graded yet" in text
+    assert "heldout17: sealed" not in text
+    assert "heldout18: sealed (written blind, not graded yet" in text
 
 
 LABELLED = """question = "inference-bottleneck"
@@ -338,8 +345,8 @@ def test_the_reader_stage_is_fitted_on_graded_rounds_the_decision_model_never_sa
     monkeypatch.setattr(semantic, "MODEL_FILE", model_file)
     source = ROOT / "tests" / "questions" / "evaluation_set"
     rounds = tmp_path / "rounds"
-    # heldout6 (fitted on), heldout7 and heldout8 (graded once, not fitted on), heldout17 (sealed).
-    for name in ("heldout6", "heldout7", "heldout8", "heldout17"):
+    # heldout6 (fitted on), heldout7 and heldout8 (graded once, not fitted on), heldout18 (sealed).
+    for name in ("heldout6", "heldout7", "heldout8", "heldout18"):
         (rounds / name).mkdir(parents=True)
         (rounds / name / "round.json").write_text((source / name / "round.json").read_text())
         for path in sorted(source.joinpath(name).glob("*.toml"))[:8]:
@@ -377,8 +384,8 @@ def test_the_criterion_stage_is_fitted_on_graded_rounds_the_decision_model_never
     monkeypatch.setattr(semantic, "MODEL_FILE", model_file)
     source = ROOT / "tests" / "questions" / "evaluation_set"
     rounds = tmp_path / "rounds"
-    # heldout6 (fitted on), heldout7 and heldout8 (graded once, not fitted on), heldout17 (sealed).
-    for name in ("heldout6", "heldout7", "heldout8", "heldout17"):
+    # heldout6 (fitted on), heldout7 and heldout8 (graded once, not fitted on), heldout18 (sealed).
+    for name in ("heldout6", "heldout7", "heldout8", "heldout18"):
         (rounds / name).mkdir(parents=True)
         (rounds / name / "round.json").write_text((source / name / "round.json").read_text())
         for path in sorted(source.joinpath(name).glob("*.toml"))[:6]:
