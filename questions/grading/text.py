@@ -121,7 +121,9 @@ _DISTANCING = re.compile(
     r"|misleading|people\s+(?:often\s+|usually\s+|tend\s+to\s+|sometimes\s+)?(?:think|assume"
     r"|believe|say|expect)|tempting|you\s+might\s+(?:think|expect|assume)|one\s+might"
     r"|contrary\s+to|without|otherwise|if\s+(?:you|we|it)\s+(?:didn't|did\s+not|had\s+no|don't)"
-    r"|naive(?:ly)?|not\s+true|it\s+is\s+false|it's\s+false)(?!\w)",
+    r"|naive(?:ly)?|not\s+true|it\s+is\s+false|it's\s+false"
+    # "It is not that X; Y" denies X and says Y instead.
+    r"|it(?:\s+is|\s+was|'s)\s+not\s+that|it\s+(?:isn't|wasn't)\s+that)(?!\w)",
     re.IGNORECASE,
 )
 

@@ -125,6 +125,19 @@ def test_reported_beliefs_are_not_misconceptions(bank):
     assert "decode-memory-bound" in met(result)
 
 
+
+def test_a_denied_belief_is_not_that_belief(bank):
+    # Written for this test: "It is not that X; Y" denies X. Blind writers put it in strong
+    # answers to this question, and rounds 15 and 17 each had one held to 50% for the belief.
+    question = bank.question("small-model-quant-gain")
+    answer = (
+        "It's not that a small model turns compute-bound; at the same batch it does the same FLOPs "
+        "per weight byte, so it is still limited by memory. What changes is that fixed per-step "
+        "overheads and KV cache reads take a bigger share of its short step, and quantization does "
+        "not shrink those."
+    )
+    assert flagged(grade(question=question, answer=answer)) == set()
+
 def test_a_pronoun_carries_the_subject_into_the_next_sentence(bank):
     question = bank.question("inference-bottleneck")
     result = grade(

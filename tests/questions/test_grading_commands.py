@@ -228,10 +228,11 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "first run 2026-12-03 21:22 UTC at dca368ea0c1e" in text
     assert "first run 2026-12-04 08:50 UTC at 4d67987b7d18" in text
     assert "first run 2026-12-04 09:22 UTC at 7eb12fc974c1" in text
-    assert "heldout17: held-out;" in text
-    # Round 15 was tuned on in session 17 (the second look's threshold was chosen on rounds 7-15),
-    # and round 16 after its first run (a rubric fix was chosen with its answers).
+    # Rounds 15-17 were tuned on in session 17: the second look's threshold was chosen on rounds
+    # 7-15, a rubric fix with round 16's answers and the denial rule with round 17's.
     assert "heldout15: development;" in text and "heldout16: development;" in text
+    assert "heldout17: development;" in text
+    assert ": held-out;" not in text
     # Round 14 was tuned on in session 15 (the criterion stage refitted on rounds 7-14).
     assert "heldout14: development;" in text
     # Rounds 12 and 13 were tuned on in session 13 (the criterion reader's stage was fitted on them).
