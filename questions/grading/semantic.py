@@ -367,11 +367,14 @@ CRITERION_STAGE_FEATURES = ("decision_logit", "reader_logit", "pattern")
 WITHDRAW_BELOW = 0.15
 WITHDRAW_READER_BELOW = -1.5
 # The reader stage reads one unit per belief, the one the bi-encoder finds closest, and for
-# many beliefs stated in other words that is not the sentence that states it ("EAGLE heads
-# need no training": -4.3 for the closest sentence, +3.5 for another). So where the stage does
-# not flag a belief, the belief reader reads every single sentence the learner claims as their
-# own against it, and one it reads as stating the belief at these log-odds or more (odds of
-# about 55 to 1) flags it. Chosen on rounds 7-15 (README, session 17). None: no second look.
+# many beliefs stated in other words that is not the sentence that states it: the sentences
+# that describe Medusa's and EAGLE's heads are closest to "the heads need no training", not
+# "So I would just switch on EAGLE for whatever model I run, since it costs no preparation"
+# (tests/questions/test_grading_reader.py). So where the stage does not flag a belief, the
+# belief reader reads every single sentence the learner claims as their own against it, and one
+# it reads as stating the belief at these log-odds or more (odds of about 55 to 1) flags it.
+# Of the 81 such sentences in rounds 7-16, 65 were not the closest. Chosen on rounds 7-15
+# (README, session 17). None: no second look.
 SECOND_LOOK_FROM: float | None = 4.0
 
 
