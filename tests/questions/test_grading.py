@@ -138,6 +138,23 @@ def test_a_denied_belief_is_not_that_belief(bank):
     )
     assert flagged(grade(question=question, answer=answer)) == set()
 
+
+def test_serving_many_conversations_together_is_batching_in_plain_words(bank):
+    # Written for this test. "Serving many conversations together" is batching, so the belief
+    # "inference is compute-bound" is not read into the batched case (its `unless`); until
+    # session 17 the plain-words answers of five blind rounds were held to 50% for it.
+    question = bank.question("inference-bottleneck")
+    answer = (
+        "Writing the reply one word at a time is slow because every word needs all of the model's "
+        "numbers brought in from memory, and the chip finishes the sums long before they arrive. "
+        "Reading the question is different: all its words go through together, so there the math "
+        "is the limit. Serving many conversations together means one trip to memory feeds all of "
+        "them, so inference moves towards being limited by the math."
+    )
+    result = grade(question=question, answer=answer)
+    assert flagged(result) == set()
+    assert result.fraction == 1.0
+
 def test_a_pronoun_carries_the_subject_into_the_next_sentence(bank):
     question = bank.question("inference-bottleneck")
     result = grade(
