@@ -253,13 +253,9 @@ def fit_reader_stage(
     target = semantic.logit(logistic.threshold)
     lowest, highest = x[:, 1].min() - READER_MARGIN, x[:, 1].max() + READER_MARGIN
     band = (
-        _sigmoid((target - c - b * highest) / a), _sigmoid((target - c - b * lowest) / a),
+        semantic.sigmoid((target - c - b * highest) / a), semantic.sigmoid((target - c - b * lowest) / a),
     )
     return semantic.ReaderStage(logistic=logistic, band=band)
-
-
-def _sigmoid(value: float) -> float:
-    return float(1.0 / (1.0 + np.exp(-value)))
 
 
 def model_document(*, model: SemanticModel, rounds: Sequence[str], pairs: int) -> dict[str, Any]:

@@ -333,7 +333,7 @@ class Logistic:
     def probability(self, features: Mapping[str, float]) -> float:
         # A Python float, so verdicts compared with the threshold are Python bools: numpy's
         # np.False_ is not False, and `verdict is False` once let a refused point keep its credit.
-        return float(1.0 / (1.0 + np.exp(-self.log_odds(features))))
+        return sigmoid(self.log_odds(features))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> Logistic:
@@ -475,6 +475,11 @@ class CriterionStage:
 def logit(probability: float) -> float:
     clipped = min(max(probability, 1e-12), 1.0 - 1e-12)
     return float(np.log(clipped / (1.0 - clipped)))
+
+
+def sigmoid(log_odds: float) -> float:
+    """The probability of these log-odds (logit's inverse)."""
+    return float(1.0 / (1.0 + np.exp(-log_odds)))
 
 
 @dataclass(frozen=True)
@@ -779,7 +784,7 @@ def _second_look(
         if reader_logit >= threshold:
             decided[i] = SemanticMatch(
                 unit=surest.unit, similarity=surest.similarity, reference=surest.reference,
-                probability=float(1.0 / (1.0 + np.exp(-reader_logit))),
+                probability=sigmoid(reader_logit),
                 reader_logit=reader_logit,
             )
     return tuple(decided)
