@@ -529,7 +529,11 @@ def use_model(replacement: SemanticModel | None) -> SemanticModel | None:
     global _model
     with _model_lock:
         previous, _model = _model, replacement
-    return None if previous is _UNLOADED else previous  # type: ignore[return-value]
+    if previous is _UNLOADED:
+        # Returned to be put back: a model never loaded yet is loaded now, or putting "nothing"
+        # back would leave the semantic layer off for the rest of the process.
+        return load_model() if MODEL_FILE.is_file() else None
+    return previous  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)

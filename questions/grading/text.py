@@ -195,6 +195,8 @@ class AnswerAnalysis:
 _PRONOUN_START = re.compile(
     r"^(?:and\s+|so\s+|hence\s+|therefore\s+|thus\s+)?"
     r"(?:it|its|it's|they|this|these|those|which|each\s+of\s+(?:those|these|them)"
+    r"|that(?!(?:'s|\s+is|\s+was)\s+(?:also\s+|exactly\s+|precisely\s+)?"
+    r"(?:why|how|where|what|because)|\s+way|,)"
     r"|(?:each|every)\s+(?:such\s+)?step)\b(?!\s+means)",
     re.IGNORECASE,
 )
@@ -281,9 +283,17 @@ def analyse(
     for previous, current in pairwise(analyses):
         if not _PRONOUN_START.match(current.sentence.text):
             continue
+        # The pronoun is the subject of the sentence's first clause. A rival named only after
+        # that clause ("That is memory-bound, so it emits fewer output tokens than it ingests
+        # input tokens") is compared with the subject, not the subject itself.
+        first_clause = _SCOPE_END.search(text, current.sentence.start, current.sentence.end)
+        first_clause_end = first_clause.start() if first_clause else current.sentence.end
         carried: set[str] = set()
         for group in contrasts:
-            if any(member in current.occurrences for member in group):
+            if any(
+                o.start < first_clause_end
+                for member in group for o in current.occurrences.get(member, ())
+            ):
                 continue
             said = [m for m in group if previous.present(m)]
             if len(said) == 1:
@@ -322,6 +332,8 @@ def _segment_start(text: str, occurrence: Occurrence, floor: int) -> int:
     return position
 
 
+_RELATIVE_AFTER_COMMA = re.compile(r",\s*(?:which|who|where)\b", re.IGNORECASE)
+
 _COORDINATED = re.compile(
     r"^(?:\s|,|and|or|plus|\+|&|/|as well as|the|its|their|both|either)*$", re.IGNORECASE,
 )
@@ -335,10 +347,18 @@ def _territory(
     Each mention of a group member owns the text up to the next mention. Mentions joined only
     by a conjunction ("the weights and the KV cache") share what follows them.
     """
-    members = sorted(
-        (o for g in group for o in analysis.occurrences.get(g, ())), key=lambda o: o.start,
-    )
     sentence = analysis.sentence
+    # A member carried over by the leading pronoun is mentioned where the sentence starts.
+    members = sorted(
+        [
+            *(o for g in group for o in analysis.occurrences.get(g, ())),
+            *(
+                Occurrence(concept=g, start=sentence.start, end=sentence.start, negated=False)
+                for g in group if g in analysis.inherited
+            ),
+        ],
+        key=lambda o: o.start,
+    )
     starts = [sentence.start]
     for index, occurrence in enumerate(members[1:], start=1):
         floor = members[index - 1].end
@@ -372,6 +392,10 @@ def _territory(
         # A negated mention ("unlike prefill,") holds the floor only for its own clause; the
         # rest goes back to whoever had it before, or to the next mention if nobody did.
         stop = _SCOPE_END.search(text, mention_end, finish)
+        relative = stop and _RELATIVE_AFTER_COMMA.match(text, stop.start())
+        if relative:
+            # "unlike prefill, which is compute-bound": the relative clause is prefill's too.
+            stop = _SCOPE_END.search(text, relative.end(), finish)
         clause_end = stop.start() if stop else finish
         if clause_end >= finish:
             continue
@@ -423,13 +447,12 @@ def holds(
     if not all(sentence.present(concept_id) for concept_id in alternative):
         return False
     for concept_id in alternative:
-        if concept_id in sentence.inherited:
-            continue
         for group in analysis.contrasts:
             if concept_id not in group:
                 continue
             rivals_here = any(
-                rival != concept_id and rival not in alternative and rival in sentence.occurrences
+                rival != concept_id and rival not in alternative
+                and (rival in sentence.occurrences or rival in sentence.inherited)
                 for rival in group
             )
             if not rivals_here:

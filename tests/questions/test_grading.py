@@ -169,6 +169,47 @@ def test_a_pronoun_carries_the_subject_into_the_next_sentence(bank):
     )
 
 
+# Blind rounds 14 and 15: a strong answer was held to 50% for "prefill is memory-bound" because
+# "That" did not carry decode over and the comparison clause's "input tokens" took the property.
+PRONOUN_THEN_COMPARISON = (
+    "Output tokens come out of decode, one per sequence per forward pass, and each pass has to "
+    "stream all the weights plus the KV cache from HBM. That is memory-bound, so even with a "
+    "healthy batch the GPU emits far fewer output tokens per second than it ingests input tokens."
+)
+
+
+def test_a_rival_named_after_the_pronouns_clause_does_not_take_its_property(bank, patterns_only):
+    result = grade(question=bank.question("output-tokens-cost-more"), answer=PRONOUN_THEN_COMPARISON)
+    assert "swapped-bounds" not in flagged(result)
+    # The second sentence says decode is memory-bound, and the mark sheet quotes both.
+    assert result.criterion("output-is-decode").met
+    assert result.criterion("output-is-decode").evidence == PRONOUN_THEN_COMPARISON
+
+
+def test_a_rival_in_the_pronouns_own_clause_keeps_the_contrast(bank, patterns_only):
+    question = bank.question("output-tokens-cost-more")
+    swapped = grade(
+        question=question,
+        answer="Output tokens come out of decode. It is compute-bound, unlike prefill, which waits on memory.",
+    )
+    assert "swapped-bounds" in flagged(swapped)
+    right = grade(
+        question=question,
+        answer="Output tokens come out of decode. It is memory-bound, unlike prefill, which is compute-bound.",
+    )
+    assert "swapped-bounds" not in flagged(right)
+    assert right.criterion("output-is-decode").met
+
+
+def test_a_relative_clause_after_a_denied_rival_belongs_to_the_rival(bank, patterns_only):
+    question = bank.question("output-tokens-cost-more")
+    right = grade(question=question, answer="Decode is memory-bound, unlike prefill, which is compute-bound.")
+    assert "swapped-bounds" not in flagged(right)
+    assert right.criterion("output-is-decode").met
+    swapped = grade(question=question, answer="Decode is compute-bound, unlike prefill, which waits on memory.")
+    assert "swapped-bounds" in flagged(swapped)
+
+
 def test_evidence_is_the_span_of_the_sentence_that_matched(bank):
     answer = "TTFT is mostly queueing plus prefill.  Decode is memory-bound: it streams the weights."
     result = grade(question=bank.question("prefill-decode-ttft"), answer=answer)

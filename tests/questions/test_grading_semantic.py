@@ -529,3 +529,22 @@ def test_a_sentence_that_states_a_misconception_is_never_quoted_as_a_near_miss(b
     assert [hit.id for hit in result.misconceptions] == ["gqa-saves-flops"]
     benefit = next(criterion for criterion in result.criteria if criterion.id == "benefit")
     assert not benefit.met and benefit.closest is None
+
+
+def test_switching_the_semantic_layer_off_before_it_was_ever_loaded_switches_it_back_on(bank):
+    """A first use_model(None) in a process used to hand back None for "not loaded yet", and
+    putting that back left the semantic layer off for every later grade (an xfail test passed
+    or failed by test order)."""
+    question = bank.question("prefill-decode-ttft")
+    answer = "The whole prompt goes through the model in one pass that keeps the arithmetic units busy."
+    assert met(question, answer)["prefill-compute-bound"]
+    saved_loaded = semantic._model
+    semantic._model = semantic._UNLOADED
+    try:
+        saved = semantic.use_model(None)
+        assert not met(question, answer)["prefill-compute-bound"]
+        semantic.use_model(saved)
+        assert saved is not None
+        assert met(question, answer)["prefill-compute-bound"]
+    finally:
+        semantic._model = saved_loaded
