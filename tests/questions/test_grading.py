@@ -499,3 +499,23 @@ def test_the_whole_grader_does_not_hold_that_answer_to_half(bank):
     assert result.misconceptions == ()
     assert result.capped_reason is None
     assert result.fraction > 0.5
+
+
+# Blind rounds 4-17: every fluent wrong answer to expert-parallel-all-to-all earned the 2-point
+# definition by naming "expert parallelism" while defining it wrongly.
+def test_naming_expert_parallelism_does_not_define_it(bank, patterns_only):
+    question = bank.question("expert-parallel-all-to-all")
+    wrong = grade(
+        question=question,
+        answer=(
+            "Expert parallelism means replicating every expert on every GPU and splitting the "
+            "batch, so each GPU runs the complete MoE layer for its share of tokens."
+        ),
+    )
+    assert not wrong.criterion("definition").met
+    for right in (
+        "Expert parallelism places whole experts on different GPUs instead of slicing each one.",
+        "With 256 routed experts over 64 GPUs, each GPU holds 4 experts of every MoE layer.",
+        "Instead of cutting every specialist sub-network into slivers, each chip keeps a few complete specialists.",
+    ):
+        assert grade(question=question, answer=right).criterion("definition").met, right
