@@ -519,3 +519,62 @@ def test_naming_expert_parallelism_does_not_define_it(bank, patterns_only):
         "Instead of cutting every specialist sub-network into slivers, each chip keeps a few complete specialists.",
     ):
         assert grade(question=question, answer=right).criterion("definition").met, right
+
+
+# Blind rounds 6-17: the fluent wrong answer to when-self-host and self-host-or-api kept
+# coming back as "scale your own GPUs to zero, so you only pay while busy" and earned the
+# utilisation and when-not points for naming them.
+@pytest.mark.parametrize(
+    ("slug", "voided"),
+    [
+        ("when-self-host", {"volume-utilisation", "when-not"}),
+        ("self-host-or-api", {"volume-utilisation", "when-it-loses"}),
+    ],
+)
+def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
+    question = bank.question(slug)
+    wrong = grade(
+        question=question,
+        answer=(
+            "Self-host when traffic is low and spiky: you can scale the GPUs to zero between bursts "
+            "and only pay while they are busy, whereas an API charges a fixed monthly minimum "
+            "whatever your utilisation."
+        ),
+    )
+    assert "idle-gpu-is-free" in flagged(wrong)
+    assert not voided & met(wrong)
+    assert wrong.fraction <= 0.35
+    right = grade(
+        question=question,
+        answer=(
+            "An API bills per token and scales to zero, while a rented GPU costs the same every hour "
+            "whether busy or idle, so self-hosting only wins with steady, high volume; with low or "
+            "spiky traffic you pay for idle capacity."
+        ),
+    )
+    assert "idle-gpu-is-free" not in flagged(right)
+    assert "volume-utilisation" in met(right)
+
+
+# Blind rounds 6-17: the misconception answer to cuda-graphs-small-batch kept explaining the
+# 6 ms as activations written to HBM and read back, which no rule read as "bandwidth-bound".
+def test_eager_mode_moving_more_bytes_is_the_bandwidth_belief(bank, patterns_only):
+    question = bank.question("cuda-graphs-small-batch")
+    belief = grade(
+        question=question,
+        answer=(
+            "In eager mode PyTorch writes every intermediate activation back to HBM between ops "
+            "and reads it again, which multiplies the memory traffic and gets you to 6 ms."
+        ),
+    )
+    assert "bandwidth-bound" in flagged(belief)
+    right = grade(
+        question=question,
+        answer=(
+            "With --enforce-eager the CPU launches hundreds of kernels one by one and the GPU waits "
+            "between them, so the step is CPU-bound at 6 ms; CUDA graphs replay the whole step "
+            "with one launch."
+        ),
+    )
+    assert "bandwidth-bound" not in flagged(right)
+    assert "cpu-bound" in met(right)
