@@ -578,3 +578,24 @@ def test_eager_mode_moving_more_bytes_is_the_bandwidth_belief(bank, patterns_onl
     )
     assert "bandwidth-bound" not in flagged(right)
     assert "cpu-bound" in met(right)
+
+
+# Blind rounds 8-17: "each sample gets its own copy of the prompt's blocks" was never read as
+# copy-on-write copying the whole cache.
+def test_each_sample_copying_the_prompt_is_the_copy_everything_belief(bank, patterns_only):
+    question = bank.question("copy-on-write-sampling")
+    for belief in (
+        "As soon as a sample generates its first token, copy-on-write gives that sample its own copy "
+        "of the prompt's blocks.",
+        "After the first decode step you are back to four full copies of the prompt.",
+    ):
+        assert "cow-copies-everything" in flagged(grade(question=question, answer=belief)), belief
+    right = grade(
+        question=question,
+        answer=(
+            "When a sample writes its first token, copy-on-write gives it its own copy of the "
+            "partially filled last prompt block; the full blocks stay shared, so there is one copy "
+            "of the prompt instead of four copies of the prompt."
+        ),
+    )
+    assert "cow-copies-everything" not in flagged(right)
