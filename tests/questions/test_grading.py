@@ -599,3 +599,25 @@ def test_each_sample_copying_the_prompt_is_the_copy_everything_belief(bank, patt
         ),
     )
     assert "cow-copies-everything" not in flagged(right)
+
+
+# Blind rounds 7-15: "the decode node rebuilds the KV cache locally, so only token IDs cross the
+# network" was never read as the decode instance recomputing the cache.
+def test_a_decode_node_rebuilding_the_cache_is_the_recompute_belief(bank, patterns_only):
+    question = bank.question("prefill-decode-disaggregation")
+    belief = grade(
+        question=question,
+        answer=(
+            "The prefill pool hands the decode pool just the prompt tokens and the first token; the "
+            "decode instance rebuilds the KV cache locally, so nothing big crosses the network."
+        ),
+    )
+    assert "decode-recomputes" in flagged(belief)
+    right = grade(
+        question=question,
+        answer=(
+            "The prefill instance builds the KV cache and sends it to the decode instance over "
+            "RDMA; the decode instance does not rebuild it, it starts generating at once."
+        ),
+    )
+    assert "decode-recomputes" not in flagged(right)
