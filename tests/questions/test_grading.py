@@ -621,3 +621,47 @@ def test_a_decode_node_rebuilding_the_cache_is_the_recompute_belief(bank, patter
         ),
     )
     assert "decode-recomputes" not in flagged(right)
+
+
+# Blind rounds 7-17: misconceptions stated in the writers' own words and missed. Each belief is
+# flagged; each right sentence on the same topic is not.
+@pytest.mark.parametrize(
+    ("slug", "misconception", "belief", "right"),
+    [
+        (
+            "tensor-vs-pipeline-serving", "pp-cuts-latency",
+            "For latency I'd actually pick pipeline parallelism: with 4 stages each GPU runs 20 of the 80 "
+            "layers, so the token comes out about four times faster, without TP's all-reduces.",
+            "Pipeline stages run one after another for a single token, so PP does not cut per-token "
+            "latency; it raises capacity, and TP is what cuts latency.",
+        ),
+        (
+            "long-context-cost", "flash-attention-fixes-it",
+            "FlashAttention never stores the full set of keys and values, so the KV memory stays roughly "
+            "constant and a 128k request fits in the same memory as a 4k one.",
+            "FlashAttention never builds the 128k x 128k score matrix, but the KV cache still holds every "
+            "token's keys and values: 16 GiB at 128k.",
+        ),
+        (
+            "when-self-host", "always-cheaper",
+            "Running an open-weights model on your own H100 is cheaper per token at any scale: you are "
+            "cutting out the middleman.",
+            "Self-hosting is cheaper per token only when steady, high volume keeps the GPU busy; at low "
+            "volume the API wins.",
+        ),
+    ],
+)
+def test_misconceptions_in_the_writers_words_are_flagged(
+    bank, patterns_only, slug, misconception, belief, right,
+):
+    question = bank.question(slug)
+    assert misconception in flagged(grade(question=question, answer=belief))
+    assert misconception not in flagged(grade(question=question, answer=right))
+
+
+def test_without_distances_a_sentence_only_when_it_opens_a_supposition(bank, patterns_only):
+    question = bank.question("tensor-vs-pipeline-serving")
+    supposed = "Without micro-batches, PP cuts latency by the number of stages."
+    assert "pp-cuts-latency" not in flagged(grade(question=question, answer=supposed))
+    stated = "PP cuts latency as well as TP does, without any all-reduce."
+    assert "pp-cuts-latency" in flagged(grade(question=question, answer=stated))
