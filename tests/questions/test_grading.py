@@ -665,3 +665,20 @@ def test_without_distances_a_sentence_only_when_it_opens_a_supposition(bank, pat
     assert "pp-cuts-latency" not in flagged(grade(question=question, answer=supposed))
     stated = "PP cuts latency as well as TP does, without any all-reduce."
     assert "pp-cuts-latency" in flagged(grade(question=question, answer=stated))
+
+
+def test_a_prefix_cache_that_keeps_the_answer_for_an_exact_repeat_is_the_answer_belief(bank, patterns_only):
+    question = bank.question("semantic-cache-risks")
+    belief = grade(
+        question=question,
+        answer="Prefix caching stores the response for an exactly identical prompt and returns it verbatim.",
+    )
+    assert "prefix-cache-stores-answers" in flagged(belief)
+    right = grade(
+        question=question,
+        answer=(
+            "Prefix caching stores the keys and values of an exactly repeated prefix; the answer is "
+            "generated fresh every time."
+        ),
+    )
+    assert "prefix-cache-stores-answers" not in flagged(right)
