@@ -153,7 +153,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout11", "1st", "run", "heldout11", "now", "heldout12", "1st", "run", "heldout12", "now",
         "heldout13", "1st", "run", "heldout13", "now", "heldout14", "1st", "run", "heldout14", "now",
         "heldout15", "1st", "run", "heldout15", "now", "heldout16", "1st", "run", "heldout16", "now",
-        "heldout17", "1st", "run", "heldout17", "now",
+        "heldout17", "1st", "run", "heldout17", "now", "heldout18", "1st", "run", "heldout18", "now",
     ]
     rows = {line[:36].strip(): line[36:].split() for line in lines if line[:36].strip()}
     columns = [
@@ -162,7 +162,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout8 1st", "heldout8 now", "heldout9 1st", "heldout9 now", "heldout10 1st", "heldout10 now",
         "heldout11 1st", "heldout11 now", "heldout12 1st", "heldout12 now", "heldout13 1st", "heldout13 now",
         "heldout14 1st", "heldout14 now", "heldout15 1st", "heldout15 now", "heldout16 1st", "heldout16 now",
-        "heldout17 1st", "heldout17 now",
+        "heldout17 1st", "heldout17 now", "heldout18 1st", "heldout18 now",
     ]
     misconception = rows["misconception (flagged and <= 50%)"]
     agreement = rows["criterion agreement"]
@@ -200,6 +200,8 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout16": (["47/58", "81%"], "90%", "0.81", ["308/348", "89%"]),
         # Round 17 (session 16, sealed until session 17's rubric fix; the same grader otherwise).
         "heldout17": (["45/58", "78%"], "91%", "0.83", ["313/348", "90%"]),
+        # Round 18 (session 17, sealed until session 18's rubric work on recurring beliefs).
+        "heldout18": (["46/58", "79%"], "90%", "0.81", ["313/348", "90%"]),
     }
     for name, (flagged, agreed, kappa_, right) in first_runs.items():
         at = columns.index(f"{name} 1st")
@@ -228,11 +230,14 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "first run 2026-12-03 21:22 UTC at dca368ea0c1e" in text
     assert "first run 2026-12-04 08:50 UTC at 4d67987b7d18" in text
     assert "first run 2026-12-04 09:22 UTC at 7eb12fc974c1" in text
+    assert "first run 2026-12-04 13:11 UTC at 78b396a2af86" in text
     # Rounds 15-17 were tuned on in session 17: the second look's threshold was chosen on rounds
     # 7-15, a rubric fix with round 16's answers and the denial rule with round 17's.
     assert "heldout15: development;" in text and "heldout16: development;" in text
     assert "heldout17: development;" in text
-    assert ": held-out;" not in text
+    # Round 18 has had its first run and has not been tuned on.
+    assert "heldout18: held-out;" in text
+    assert text.count(": held-out;") == 1
     # Round 14 was tuned on in session 15 (the criterion stage refitted on rounds 7-14).
     assert "heldout14: development;" in text
     # Rounds 12 and 13 were tuned on in session 13 (the criterion reader's stage was fitted on them).
@@ -245,7 +250,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     # Rounds written blind and not yet graded are listed, sealed, with no column.
     assert "heldout16: sealed" not in text
     assert "heldout17: sealed" not in text
-    assert "heldout18: sealed (written blind, not graded yet" in text
+    assert "heldout18: sealed" not in text
 
 
 LABELLED = """question = "inference-bottleneck"
@@ -338,6 +343,13 @@ def test_grading_report_fails_on_problems_when_asked(tmp_path):
         run("grading_report", "--dir", str(tmp_path), "--fail-on-problems")
 
 
+def _sealed_round(folder: Path, *, answers_from: Path, files: int) -> None:
+    folder.mkdir(parents=True)
+    (folder / "round.json").write_text(json.dumps({"status": "held-out", "written": "blind"}))
+    for path in sorted(answers_from.glob("*.toml"))[:files]:
+        (folder / path.name).write_text(path.read_text())
+
+
 def test_the_reader_stage_is_fitted_on_graded_rounds_the_decision_model_never_saw(tmp_path, monkeypatch):
     from questions.grading import semantic
 
@@ -346,12 +358,14 @@ def test_the_reader_stage_is_fitted_on_graded_rounds_the_decision_model_never_sa
     monkeypatch.setattr(semantic, "MODEL_FILE", model_file)
     source = ROOT / "tests" / "questions" / "evaluation_set"
     rounds = tmp_path / "rounds"
-    # heldout6 (fitted on), heldout7 and heldout8 (graded once, not fitted on), heldout18 (sealed).
-    for name in ("heldout6", "heldout7", "heldout8", "heldout18"):
+    # heldout6 (fitted on), heldout7 and heldout8 (graded once, not fitted on), and a sealed
+    # round (written blind, never graded), which no fit may read.
+    for name in ("heldout6", "heldout7", "heldout8"):
         (rounds / name).mkdir(parents=True)
         (rounds / name / "round.json").write_text((source / name / "round.json").read_text())
         for path in sorted(source.joinpath(name).glob("*.toml"))[:8]:
             (rounds / name / path.name).write_text(path.read_text())
+    _sealed_round(rounds / "heldout99", answers_from=source / "heldout18", files=8)
     text = run("fit_semantic_model", "--reader-stage", "--threshold", "0.4", "--dir", str(rounds))
     lines = text.splitlines()
     assert lines[0] == "The reader stage, each round left out of its fit, next to the round's first run"
@@ -385,12 +399,14 @@ def test_the_criterion_stage_is_fitted_on_graded_rounds_the_decision_model_never
     monkeypatch.setattr(semantic, "MODEL_FILE", model_file)
     source = ROOT / "tests" / "questions" / "evaluation_set"
     rounds = tmp_path / "rounds"
-    # heldout6 (fitted on), heldout7 and heldout8 (graded once, not fitted on), heldout18 (sealed).
-    for name in ("heldout6", "heldout7", "heldout8", "heldout18"):
+    # heldout6 (fitted on), heldout7 and heldout8 (graded once, not fitted on), and a sealed
+    # round (written blind, never graded), which no fit may read.
+    for name in ("heldout6", "heldout7", "heldout8"):
         (rounds / name).mkdir(parents=True)
         (rounds / name / "round.json").write_text((source / name / "round.json").read_text())
         for path in sorted(source.joinpath(name).glob("*.toml"))[:6]:
             (rounds / name / path.name).write_text(path.read_text())
+    _sealed_round(rounds / "heldout99", answers_from=source / "heldout18", files=6)
     text = run("fit_semantic_model", "--criterion-stage", "--dir", str(rounds))
     lines = text.splitlines()
     assert lines[0] == "The criterion stage, each round left out of its fit, next to the round's first run"
