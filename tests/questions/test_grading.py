@@ -682,3 +682,26 @@ def test_a_prefix_cache_that_keeps_the_answer_for_an_exact_repeat_is_the_answer_
         ),
     )
     assert "prefix-cache-stores-answers" not in flagged(right)
+
+
+# Blind rounds 7 and 10-17: the definition of expert parallelism was read as the belief that it
+# needs no communication, because three of the belief's statements began with that definition.
+def test_defining_expert_parallelism_is_not_the_belief_that_it_is_free(bank):
+    question = bank.question("expert-parallel-all-to-all")
+    definition = grade(
+        question=question,
+        answer=(
+            "Expert parallelism gives each GPU a subset of whole experts instead of slicing every expert "
+            "across all GPUs: with 256 routed experts on 32 GPUs, each GPU holds 8 complete experts."
+        ),
+    )
+    assert "ep-is-free" not in flagged(definition)
+    belief = grade(
+        question=question,
+        answer=(
+            "Expert parallelism puts whole experts on different GPUs. Its big advantage over tensor "
+            "parallelism is that it is communication-free: with tensor parallelism every layer ends in "
+            "an all-reduce, but with expert parallelism each expert runs locally and nothing is exchanged."
+        ),
+    )
+    assert "ep-is-free" in flagged(belief)
