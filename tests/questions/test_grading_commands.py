@@ -251,6 +251,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "heldout16: sealed" not in text
     assert "heldout17: sealed" not in text
     assert "heldout18: sealed" not in text
+    assert "heldout19: sealed (written blind, not graded yet" in text
 
 
 LABELLED = """question = "inference-bottleneck"
