@@ -556,78 +556,39 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
     assert "volume-utilisation" in met(right)
 
 
-# Blind rounds 6-17: the misconception answer to cuda-graphs-small-batch kept explaining the
-# 6 ms as activations written to HBM and read back, which no rule read as "bandwidth-bound".
-def test_eager_mode_moving_more_bytes_is_the_bandwidth_belief(bank, patterns_only):
-    question = bank.question("cuda-graphs-small-batch")
-    belief = grade(
-        question=question,
-        answer=(
-            "In eager mode PyTorch writes every intermediate activation back to HBM between ops "
-            "and reads it again, which multiplies the memory traffic and gets you to 6 ms."
-        ),
-    )
-    assert "bandwidth-bound" in flagged(belief)
-    right = grade(
-        question=question,
-        answer=(
-            "With --enforce-eager the CPU launches hundreds of kernels one by one and the GPU waits "
-            "between them, so the step is CPU-bound at 6 ms; CUDA graphs replay the whole step "
-            "with one launch."
-        ),
-    )
-    assert "bandwidth-bound" not in flagged(right)
-    assert "cpu-bound" in met(right)
-
-
-# Blind rounds 8-17: "each sample gets its own copy of the prompt's blocks" was never read as
-# copy-on-write copying the whole cache.
-def test_each_sample_copying_the_prompt_is_the_copy_everything_belief(bank, patterns_only):
-    question = bank.question("copy-on-write-sampling")
-    for belief in (
-        "As soon as a sample generates its first token, copy-on-write gives that sample its own copy "
-        "of the prompt's blocks.",
-        "After the first decode step you are back to four full copies of the prompt.",
-    ):
-        assert "cow-copies-everything" in flagged(grade(question=question, answer=belief)), belief
-    right = grade(
-        question=question,
-        answer=(
-            "When a sample writes its first token, copy-on-write gives it its own copy of the "
-            "partially filled last prompt block; the full blocks stay shared, so there is one copy "
-            "of the prompt instead of four copies of the prompt."
-        ),
-    )
-    assert "cow-copies-everything" not in flagged(right)
-
-
-# Blind rounds 7-15: "the decode node rebuilds the KV cache locally, so only token IDs cross the
-# network" was never read as the decode instance recomputing the cache.
-def test_a_decode_node_rebuilding_the_cache_is_the_recompute_belief(bank, patterns_only):
-    question = bank.question("prefill-decode-disaggregation")
-    belief = grade(
-        question=question,
-        answer=(
-            "The prefill pool hands the decode pool just the prompt tokens and the first token; the "
-            "decode instance rebuilds the KV cache locally, so nothing big crosses the network."
-        ),
-    )
-    assert "decode-recomputes" in flagged(belief)
-    right = grade(
-        question=question,
-        answer=(
-            "The prefill instance builds the KV cache and sends it to the decode instance over "
-            "RDMA; the decode instance does not rebuild it, it starts generating at once."
-        ),
-    )
-    assert "decode-recomputes" not in flagged(right)
-
-
-# Blind rounds 7-17: misconceptions stated in the writers' own words and missed. Each belief is
+# Blind rounds 6-17: misconceptions stated in the writers' own words and missed. Each belief is
 # flagged; each right sentence on the same topic is not.
 @pytest.mark.parametrize(
     ("slug", "misconception", "belief", "right"),
     [
+        (
+            "cuda-graphs-small-batch", "bandwidth-bound",
+            "In eager mode PyTorch writes every intermediate activation back to HBM between ops and "
+            "reads it again, which multiplies the memory traffic and gets you to 6 ms.",
+            "With --enforce-eager the CPU launches hundreds of kernels one by one and the GPU waits "
+            "between them, so the step is CPU-bound at 6 ms; CUDA graphs replay it with one launch.",
+        ),
+        (
+            "copy-on-write-sampling", "cow-copies-everything",
+            "As soon as a sample generates its first token, copy-on-write gives that sample its own copy "
+            "of the prompt's blocks, so after the first decode step you are back to four full copies.",
+            "When a sample writes its first token, copy-on-write gives it its own copy of the partially "
+            "filled last prompt block; the full blocks stay shared, one copy instead of four copies of "
+            "the prompt.",
+        ),
+        (
+            "prefill-decode-disaggregation", "decode-recomputes",
+            "The prefill pool hands the decode pool just the prompt tokens and the first token; the "
+            "decode instance rebuilds the KV cache locally, so nothing big crosses the network.",
+            "The prefill instance builds the KV cache and sends it to the decode instance over RDMA; "
+            "the decode instance does not rebuild it, it starts generating at once.",
+        ),
+        (
+            "semantic-cache-risks", "prefix-cache-stores-answers",
+            "Prefix caching stores the response for an exactly identical prompt and returns it verbatim.",
+            "Prefix caching stores the keys and values of an exactly repeated prefix; the answer is "
+            "generated fresh every time.",
+        ),
         (
             "tensor-vs-pipeline-serving", "pp-cuts-latency",
             "For latency I'd actually pick pipeline parallelism: with 4 stages each GPU runs 20 of the 80 "
@@ -665,23 +626,6 @@ def test_without_distances_a_sentence_only_when_it_opens_a_supposition(bank, pat
     assert "pp-cuts-latency" not in flagged(grade(question=question, answer=supposed))
     stated = "PP cuts latency as well as TP does, without any all-reduce."
     assert "pp-cuts-latency" in flagged(grade(question=question, answer=stated))
-
-
-def test_a_prefix_cache_that_keeps_the_answer_for_an_exact_repeat_is_the_answer_belief(bank, patterns_only):
-    question = bank.question("semantic-cache-risks")
-    belief = grade(
-        question=question,
-        answer="Prefix caching stores the response for an exactly identical prompt and returns it verbatim.",
-    )
-    assert "prefix-cache-stores-answers" in flagged(belief)
-    right = grade(
-        question=question,
-        answer=(
-            "Prefix caching stores the keys and values of an exactly repeated prefix; the answer is "
-            "generated fresh every time."
-        ),
-    )
-    assert "prefix-cache-stores-answers" not in flagged(right)
 
 
 # Blind rounds 7 and 10-17: the definition of expert parallelism was read as the belief that it
