@@ -122,3 +122,36 @@ def test_a_belief_stated_in_other_words_is_shown_with_the_learners_sentence(
         assert page.evaluate("document.documentElement.scrollWidth") <= width
         flagged.scroll_into_view_if_needed()
         page.screenshot(path=str(SCREENSHOTS / f"second-look-{width}.png"), full_page=True)
+
+
+IDLE_GPU_BELIEF = (
+    "Self-host when traffic is low and spiky: you can scale the GPUs to zero between bursts and only "
+    "pay while they are busy, whereas an API charges a fixed monthly minimum whatever your utilisation."
+)
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_belief_added_from_the_blind_rounds_reads_as_a_learner_needs_it(
+    live_site, browser, course, make_user, width
+):
+    # Session 18's new misconception: its name, its sentence, its correction and the points it
+    # voids, on the mark sheet as the learner reads it.
+    with _marked_answer_page(
+        live_site=live_site, browser=browser, make_user=make_user, width=width,
+        answer=IDLE_GPU_BELIEF + " It also keeps customer data inside our own network.", slug="when-self-host",
+    ) as (page, _attempt):
+        sheet = page.get_by_test_id("mark-sheet").inner_text()
+        assert sheet.startswith("1 / 6 (17%)")
+        assert (
+            "(Not credited: the answer states the misconception “A self-hosted GPU costs nothing while "
+            "idle”, which contradicts this point.)"
+        ) in sheet
+        flagged = page.get_by_test_id("misconception")
+        assert flagged.count() == 1
+        text = flagged.inner_text()
+        assert text.startswith("Misconception: A self-hosted GPU costs nothing while idle.")
+        assert f"You wrote: “{IDLE_GPU_BELIEF}”" in text
+        assert "billed by the hour whether it is busy or idle" in text
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        flagged.scroll_into_view_if_needed()
+        page.screenshot(path=str(SCREENSHOTS / f"idle-gpu-belief-{width}.png"), full_page=True)
