@@ -360,7 +360,11 @@ def mark_sheet(*, attempt: Attempt) -> dict:
         {**hit, "name": names.get(hit.get("id", "")) or "A common misconception"}
         for hit in attempt.result.get("misconceptions", [])
     ]
-    return {"rows": rows, "misconceptions": misconceptions}
+    # A cap (misconception, keyword list) is a ceiling: "Score capped" only where it lowered the
+    # score, or a sheet scoring 1 / 6 would say it was held down to 50%.
+    earned = sum(row["awarded"] for row in rows)
+    cap_lowered_score = attempt.score is not None and earned > float(attempt.score) + 1e-9
+    return {"rows": rows, "misconceptions": misconceptions, "cap_lowered_score": cap_lowered_score}
 
 
 def set_progress(*, user: AbstractBaseUser) -> list[dict]:

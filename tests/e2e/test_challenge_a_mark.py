@@ -142,6 +142,9 @@ def test_a_belief_added_from_the_blind_rounds_reads_as_a_learner_needs_it(
     ) as (page, _attempt):
         sheet = page.get_by_test_id("mark-sheet").inner_text()
         assert sheet.startswith("1 / 6 (17%)")
+        # 1 point is under the 50% ceiling: the cap is named as a ceiling, not as what lowered it.
+        assert "Score ceiling. The answer rests on a misconception (see below), so it is held to 50%" in sheet
+        assert "Score capped." not in sheet
         assert (
             "(Not credited: the answer states the misconception “A self-hosted GPU costs nothing while "
             "idle”, which contradicts this point.)"

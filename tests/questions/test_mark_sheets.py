@@ -7,6 +7,7 @@ from django.core.management import call_command
 
 from questions.services import MAX_ANSWER_CHARS
 from tests.grading import mark_pending_answers
+from tests.questions.test_grading_reader import NO_PREPARATION, SPECULATIVE_THREE_WAYS
 
 NUMERIC = "/practice/q/kv-bytes-per-token/"
 FREE_TEXT = "/practice/q/prefill-decode-ttft/"
@@ -85,6 +86,24 @@ def test_misconceptions_are_named_in_words_never_by_id(client, repository_conten
     html = client.get(f"/practice/attempts/{attempt.pk}/feedback/", HTTP_HX_REQUEST="true").content.decode()
     assert "Misconception: Prefill memory-bound, decode compute-bound (swapped)." in html
     assert "swapped-bounds" not in html
+
+
+def test_a_cap_says_capped_only_where_it_lowered_the_score(client, repository_content, user):
+    client.force_login(user)
+    below = "Prefill is memory-bound and decode is compute-bound, so a longer prompt barely matters."
+    client.post(FREE_TEXT, {"answer": below}, HTTP_HX_REQUEST="true")
+    (attempt,) = mark_pending_answers()
+    html = client.get(f"/practice/attempts/{attempt.pk}/feedback/", HTTP_HX_REQUEST="true").content.decode()
+    assert attempt.score < attempt.max_score / 2
+    assert "<strong>Score ceiling.</strong> The answer rests on a misconception" in html
+    assert "Score capped." not in html
+    # Four of seven points earned, held to 3.5 by a belief (tests/questions/test_grading_reader.py).
+    held = SPECULATIVE_THREE_WAYS + NO_PREPARATION
+    client.post("/practice/q/draft-model-vs-medusa-eagle/", {"answer": held}, HTTP_HX_REQUEST="true")
+    (attempt,) = mark_pending_answers()
+    html = client.get(f"/practice/attempts/{attempt.pk}/feedback/", HTTP_HX_REQUEST="true").content.decode()
+    assert attempt.score == attempt.max_score / 2
+    assert "<strong>Score capped.</strong> The answer rests on a misconception" in html
 
 
 def test_a_point_nearly_made_shows_the_learners_closest_sentence_and_the_way_to_challenge(
