@@ -78,30 +78,34 @@ def test_the_limit_agrees_in_help_text_form_and_server(client, repository_conten
     assert f"the limit is {MAX_ANSWER_CHARS:,}" in response.content.decode()
 
 
-def test_misconceptions_are_named_in_words_never_by_id(client, repository_content, user):
-    client.force_login(user)
-    answer = "Prefill is memory-bound and decode is compute-bound, so a longer prompt barely matters."
-    client.post(FREE_TEXT, {"answer": answer}, HTTP_HX_REQUEST="true")
+SWAPPED = "Prefill is memory-bound and decode is compute-bound, so a longer prompt barely matters."
+
+
+def _marked_feedback(client, page: str, answer: str):
+    """Answer on a question's page, let the worker mark it: (attempt, its mark sheet's HTML)."""
+    client.post(page, {"answer": answer}, HTTP_HX_REQUEST="true")
     (attempt,) = mark_pending_answers()
     html = client.get(f"/practice/attempts/{attempt.pk}/feedback/", HTTP_HX_REQUEST="true").content.decode()
+    return attempt, html
+
+
+def test_misconceptions_are_named_in_words_never_by_id(client, repository_content, user):
+    client.force_login(user)
+    _, html = _marked_feedback(client, FREE_TEXT, SWAPPED)
     assert "Misconception: Prefill memory-bound, decode compute-bound (swapped)." in html
     assert "swapped-bounds" not in html
 
 
 def test_a_cap_says_capped_only_where_it_lowered_the_score(client, repository_content, user):
     client.force_login(user)
-    below = "Prefill is memory-bound and decode is compute-bound, so a longer prompt barely matters."
-    client.post(FREE_TEXT, {"answer": below}, HTTP_HX_REQUEST="true")
-    (attempt,) = mark_pending_answers()
-    html = client.get(f"/practice/attempts/{attempt.pk}/feedback/", HTTP_HX_REQUEST="true").content.decode()
+    attempt, html = _marked_feedback(client, FREE_TEXT, SWAPPED)
     assert attempt.score < attempt.max_score / 2
     assert "<strong>Score ceiling.</strong> The answer rests on a misconception" in html
     assert "Score capped." not in html
     # Four of seven points earned, held to 3.5 by a belief (tests/questions/test_grading_reader.py).
-    held = SPECULATIVE_THREE_WAYS + NO_PREPARATION
-    client.post("/practice/q/draft-model-vs-medusa-eagle/", {"answer": held}, HTTP_HX_REQUEST="true")
-    (attempt,) = mark_pending_answers()
-    html = client.get(f"/practice/attempts/{attempt.pk}/feedback/", HTTP_HX_REQUEST="true").content.decode()
+    attempt, html = _marked_feedback(
+        client, "/practice/q/draft-model-vs-medusa-eagle/", SPECULATIVE_THREE_WAYS + NO_PREPARATION,
+    )
     assert attempt.score == attempt.max_score / 2
     assert "<strong>Score capped.</strong> The answer rests on a misconception" in html
 
