@@ -117,7 +117,9 @@ _CONTRAST_SCOPE_WORDS = 3
 # Sentences that report or suppose a belief rather than state it; misconceptions are not
 # looked for there ("a common mistake is to think decode is compute-bound").
 _DISTANCING = re.compile(
-    r"(?<!\w)(?:myths?|misconceptions?|mistakes?|mistaken(?:ly)?|wrong(?:ly)?|incorrect(?:ly)?"
+    r"(?<!\w)(?:myths?|misconceptions?|mistakes?|mistaken(?:ly)?"
+    # "a wrong answer" is an output that is wrong, not a belief being reported.
+    r"|(?:wrong|incorrect)(?:ly)?(?!\s+(?:answers?|responses?|outputs?|results?|repl(?:y|ies)|completions?|tokens?))"
     r"|misleading|people\s+(?:often\s+|usually\s+|tend\s+to\s+|sometimes\s+)?(?:think|assume"
     r"|believe|say|expect)|tempting|you\s+might\s+(?:think|expect|assume)|one\s+might"
     r"|contrary\s+to|otherwise|if\s+(?:you|we|it)\s+(?:didn't|did\s+not|had\s+no|don't)"
@@ -259,11 +261,14 @@ def analyse(
                 if not scope_start <= start < scope_end:
                     continue
                 # A cue that is part of another concept's wording ("doesn't depend on") belongs
-                # to that concept; it only negates what lies inside that concept's span.
+                # to that concept; it only negates what lies inside that concept's span. A
+                # concept that is no more than the cue itself (a list of negation words kept
+                # for `unless`) is not wording that owns it.
                 host = next(
                     (
                         (s, e) for cid, s, e in inside
                         if cid != concept_id and s <= cue_start < e
+                        and not (s == cue_start and e <= scope_start)
                     ),
                     None,
                 )

@@ -610,6 +610,58 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "Self-hosting is cheaper per token only when steady, high volume keeps the GPU busy; at low "
             "volume the API wins.",
         ),
+        # Rounds 8-17: the belief set beside a semantic cache, which used to excuse it; the right
+        # sentence sets the same two caches side by side.
+        (
+            "semantic-cache-risks", "prefix-cache-stores-answers",
+            "Prefix caching keeps the model's output for a prompt and returns it when the exact same "
+            "prompt comes back, while a semantic cache relaxes the match to similar meaning.",
+            "A semantic cache returns stored answers for similar questions, while a prefix cache "
+            "generates every answer fresh from an identical prompt start.",
+        ),
+        # "a wrong answer" is an output, not a reported belief: the sentence is the writer's claim.
+        (
+            "semantic-cache-risks", "prefix-cache-stores-answers",
+            "Prefix caching is the strict version of the same idea: it also stores the finished answer, "
+            "but only returns it for an identical prompt, so it never gives a wrong answer.",
+            "A semantic cache can give a wrong answer, because it returns an answer written for a "
+            "different question.",
+        ),
+        (
+            "fp8-e4m3-vs-e5m2", "fp8-needs-no-scale",
+            "FP8 tensors need no scale factor: floating point is self-scaling, so scales are only "
+            "needed for INT8.",
+            "FP8 is not self-scaling: every FP8 tensor needs a scale factor, per channel for weights "
+            "and per token for activations.",
+        ),
+        (
+            "rotation-quantization", "rotation-gathers-outliers",
+            "The rotation sorts the channels by magnitude so the outliers end up next to each other "
+            "and can be kept in FP16 while the rest go to 4 bits.",
+            "A Hadamard rotation spreads each outlier's energy across all channels, so one 4-bit scale "
+            "fits the whole vector.",
+        ),
+        (
+            "dp-attention-wide-ep", "wide-ep-for-capacity",
+            "Wide expert parallelism is purely a memory-capacity measure: the 256 experts do not fit "
+            "on one node, so they are spread over hundreds of GPUs.",
+            "Spreading the experts over 320 GPUs gathers about 640 tokens on each expert per step, "
+            "which makes the expert matmuls compute-bound.",
+        ),
+        (
+            "right-size-gpu", "kv-negligible",
+            "The KV cache is small change next to the 16 GB of weights, a few hundred MB even with "
+            "20 users, so a 24 GB L4 holds everything.",
+            "The KV cache is no small change here: 20 users at 8k need about 20 GiB, more than the "
+            "weights.",
+        ),
+        (
+            "right-size-gpu", "decode-needs-flops",
+            "For speed what matters is the GPU's tensor-core throughput, so the H100's 990 TFLOPS "
+            "make it about three times faster per user.",
+            "For speed what matters is memory bandwidth: each step reads the 16 GB of weights, so an "
+            "L40S at 864 GB/s gives about 54 tokens/s per user.",
+        ),
     ],
 )
 def test_misconceptions_in_the_writers_words_are_flagged(
