@@ -154,6 +154,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout13", "1st", "run", "heldout13", "now", "heldout14", "1st", "run", "heldout14", "now",
         "heldout15", "1st", "run", "heldout15", "now", "heldout16", "1st", "run", "heldout16", "now",
         "heldout17", "1st", "run", "heldout17", "now", "heldout18", "1st", "run", "heldout18", "now",
+        "heldout19", "1st", "run", "heldout19", "now",
     ]
     rows = {line[:36].strip(): line[36:].split() for line in lines if line[:36].strip()}
     columns = [
@@ -162,7 +163,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout8 1st", "heldout8 now", "heldout9 1st", "heldout9 now", "heldout10 1st", "heldout10 now",
         "heldout11 1st", "heldout11 now", "heldout12 1st", "heldout12 now", "heldout13 1st", "heldout13 now",
         "heldout14 1st", "heldout14 now", "heldout15 1st", "heldout15 now", "heldout16 1st", "heldout16 now",
-        "heldout17 1st", "heldout17 now", "heldout18 1st", "heldout18 now",
+        "heldout17 1st", "heldout17 now", "heldout18 1st", "heldout18 now", "heldout19 1st", "heldout19 now",
     ]
     misconception = rows["misconception (flagged and <= 50%)"]
     agreement = rows["criterion agreement"]
@@ -202,6 +203,8 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout17": (["45/58", "78%"], "91%", "0.83", ["313/348", "90%"]),
         # Round 18 (session 17, sealed until session 18's rubric work on recurring beliefs).
         "heldout18": (["46/58", "79%"], "90%", "0.81", ["313/348", "90%"]),
+        # Round 19 (session 18, sealed until session 19's beliefs in the writers' words).
+        "heldout19": (["50/58", "86%"], "92%", "0.84", ["321/348", "92%"]),
     }
     for name, (flagged, agreed, kappa_, right) in first_runs.items():
         at = columns.index(f"{name} 1st")
@@ -231,13 +234,14 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "first run 2026-12-04 08:50 UTC at 4d67987b7d18" in text
     assert "first run 2026-12-04 09:22 UTC at 7eb12fc974c1" in text
     assert "first run 2026-12-04 13:11 UTC at 78b396a2af86" in text
+    assert "first run 2026-12-04 16:18 UTC at cbef797be61d" in text
     # Rounds 15-17 were tuned on in session 17: the second look's threshold was chosen on rounds
     # 7-15, a rubric fix with round 16's answers and the denial rule with round 17's.
     assert "heldout15: development;" in text and "heldout16: development;" in text
     assert "heldout17: development;" in text
-    # Round 18 has had its first run and has not been tuned on.
-    assert "heldout18: held-out;" in text
-    assert text.count(": held-out;") == 1
+    # Rounds 18 and 19 have had their first runs and have not been tuned on.
+    assert "heldout18: held-out;" in text and "heldout19: held-out;" in text
+    assert text.count(": held-out;") == 2
     # Round 14 was tuned on in session 15 (the criterion stage refitted on rounds 7-14).
     assert "heldout14: development;" in text
     # Rounds 12 and 13 were tuned on in session 13 (the criterion reader's stage was fitted on them).
@@ -251,7 +255,8 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "heldout16: sealed" not in text
     assert "heldout17: sealed" not in text
     assert "heldout18: sealed" not in text
-    assert "heldout19: sealed (written blind, not graded yet" in text
+    assert "heldout19: sealed" not in text
+    assert "heldout20: sealed (written blind, not graded yet" in text
 
 
 LABELLED = """question = "inference-bottleneck"
