@@ -128,33 +128,58 @@ IDLE_GPU_BELIEF = (
     "Self-host when traffic is low and spiky: you can scale the GPUs to zero between bursts and only "
     "pay while they are busy, whereas an API charges a fixed monthly minimum whatever your utilisation."
 )
+FP8_NO_SCALE_BELIEF = (
+    "FP8 tensors need no scale factor: floating point is self-scaling, so scales are only needed for INT8."
+)
 
 
+# Beliefs added from the blind rounds (session 18: the idle GPU; session 19: FP8 needing no scale),
+# as the learner reads them: the score and what the cap did, the voided point's reason, the belief's
+# name, the learner's own sentence and the correction.
+@pytest.mark.parametrize(
+    ("slug", "answer", "belief", "score", "cap", "belief_name", "correction", "shot"),
+    [
+        (
+            "when-self-host", IDLE_GPU_BELIEF + " It also keeps customer data inside our own network.",
+            IDLE_GPU_BELIEF, "1 / 6 (17%)",
+            # 1 point is under the 50% ceiling: the cap is named as a ceiling, not as what lowered it.
+            "Score ceiling. The answer rests on a misconception (see below), so it is held to 50%",
+            "A self-hosted GPU costs nothing while idle", "billed by the hour whether it is busy or idle",
+            "idle-gpu-belief",
+        ),
+        (
+            "fp8-e4m3-vs-e5m2",
+            "Inference uses E4M3: one more mantissa bit gives finer steps than E5M2, at the cost of range, "
+            "and E5M2's range suits gradients in training. " + FP8_NO_SCALE_BELIEF,
+            FP8_NO_SCALE_BELIEF, "2.5 / 5 (50%)",
+            # 3 of 5 points earned, held to 2.5: here the cap is what lowered the score.
+            "Score capped. The answer rests on a misconception (see below), so it is held to 50%",
+            "FP8 needs no scale factor", "E4M3 reaches only 448",
+            "fp8-no-scale-belief",
+        ),
+    ],
+    ids=["idle-gpu", "fp8-no-scale"],
+)
 @pytest.mark.parametrize("width", [1280, 390])
 def test_a_belief_added_from_the_blind_rounds_reads_as_a_learner_needs_it(
-    live_site, browser, course, make_user, width
+    live_site, browser, course, make_user, width, slug, answer, belief, score, cap, belief_name, correction, shot,
 ):
-    # Session 18's new misconception: its name, its sentence, its correction and the points it
-    # voids, on the mark sheet as the learner reads it.
     with _marked_answer_page(
-        live_site=live_site, browser=browser, make_user=make_user, width=width,
-        answer=IDLE_GPU_BELIEF + " It also keeps customer data inside our own network.", slug="when-self-host",
+        live_site=live_site, browser=browser, make_user=make_user, width=width, answer=answer, slug=slug,
     ) as (page, _attempt):
         sheet = page.get_by_test_id("mark-sheet").inner_text()
-        assert sheet.startswith("1 / 6 (17%)")
-        # 1 point is under the 50% ceiling: the cap is named as a ceiling, not as what lowered it.
-        assert "Score ceiling. The answer rests on a misconception (see below), so it is held to 50%" in sheet
-        assert "Score capped." not in sheet
+        assert sheet.startswith(score)
+        assert cap in sheet
+        assert ("Score capped." in sheet) == cap.startswith("Score capped.")
         assert (
-            "(Not credited: the answer states the misconception “A self-hosted GPU costs nothing while "
-            "idle”, which contradicts this point.)"
+            f"(Not credited: the answer states the misconception “{belief_name}”, which contradicts this point.)"
         ) in sheet
         flagged = page.get_by_test_id("misconception")
         assert flagged.count() == 1
         text = flagged.inner_text()
-        assert text.startswith("Misconception: A self-hosted GPU costs nothing while idle.")
-        assert f"You wrote: “{IDLE_GPU_BELIEF}”" in text
-        assert "billed by the hour whether it is busy or idle" in text
+        assert text.startswith(f"Misconception: {belief_name}.")
+        assert f"You wrote: “{belief}”" in text
+        assert correction in text
         assert page.evaluate("document.documentElement.scrollWidth") <= width
         flagged.scroll_into_view_if_needed()
-        page.screenshot(path=str(SCREENSHOTS / f"idle-gpu-belief-{width}.png"), full_page=True)
+        page.screenshot(path=str(SCREENSHOTS / f"{shot}-{width}.png"), full_page=True)
