@@ -662,6 +662,46 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "For speed what matters is memory bandwidth: each step reads the 16 GB of weights, so an "
             "L40S at 864 GB/s gives about 54 tokens/s per user.",
         ),
+        (
+            "weight-only-quant-speedup", "weight-quant-shrinks-kv",
+            "Once the weights are 4-bit, the keys and values the layers produce are also 4-bit, so "
+            "attention reads a quarter of the cache.",
+            "The keys and values stay 16-bit: the weights are dequantized for the multiply, and the "
+            "speedup comes from reading a quarter of the weight bytes.",
+        ),
+        (
+            "moe-memory-vs-active", "every-expert-runs",
+            "In decode every expert runs on every token and the router only reweights their outputs, "
+            "so each step reads all 93 GB.",
+            "The router scores all 8 experts for each token but runs only the top 2, so a batch-1 step "
+            "reads about 12.9B parameters.",
+        ),
+        (
+            "long-context-cost", "long-context-cache-stays-small",
+            "RoPE scaling compresses the cache beyond 8k, so a 128k request needs about the same memory "
+            "as a 4k one.",
+            "At 128 KiB per token, a 128k request holds 16 GiB of keys and values, as much as the "
+            "weights.",
+        ),
+        (
+            "long-context-cost", "prefill-grows-linearly",
+            "Prefill grows linearly with length, so a 128k prompt takes 32 times as long as a 4k one.",
+            "Prefill's linear layers grow linearly, but attention grows quadratically, so a 128k prompt "
+            "takes far more than 32 times as long.",
+        ),
+        (
+            "outliers-awq-gptq-smoothquant", "gptq-is-training",
+            "GPTQ is quantization-aware training: it fine-tunes the model with simulated 4-bit rounding.",
+            "GPTQ quantizes a 70B model in a few GPU hours, while quantization-aware training would "
+            "need a training run.",
+        ),
+        (
+            "outliers-awq-gptq-smoothquant", "smoothquant-smooths-weights",
+            "SmoothQuant smooths the weight distribution: it clips the outlier weights before rounding "
+            "them to INT4.",
+            "SmoothQuant smooths the activations: it divides each outlier channel by a factor and "
+            "multiplies the matching weights by it, so both fit INT8.",
+        ),
     ],
 )
 def test_misconceptions_in_the_writers_words_are_flagged(

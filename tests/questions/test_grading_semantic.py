@@ -41,6 +41,12 @@ PATTERN_ONLY_MISCONCEPTIONS = {
     ("rotation-quantization", "rotation-gathers-outliers"),
     ("fp8-e4m3-vs-e5m2", "fp8-needs-no-scale"),
     ("dp-attention-wide-ep", "wide-ep-for-capacity"),
+    ("weight-only-quant-speedup", "weight-quant-shrinks-kv"),
+    ("moe-memory-vs-active", "every-expert-runs"),
+    ("long-context-cost", "long-context-cache-stays-small"),
+    ("long-context-cost", "prefill-grows-linearly"),
+    ("outliers-awq-gptq-smoothquant", "gptq-is-training"),
+    ("outliers-awq-gptq-smoothquant", "smoothquant-smooths-weights"),
 }
 
 
