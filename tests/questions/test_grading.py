@@ -663,6 +663,20 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "L40S at 864 GB/s gives about 54 tokens/s per user.",
         ),
         (
+            "prefix-cache-what-must-match", "shared-text-anywhere",
+            "Any block whose hash is already in the table is reused instead of recomputed, wherever it "
+            "sits in the prompt.",
+            "A block is reused only if every token before it matches too, so a shared document after a "
+            "different system prompt is recomputed.",
+        ),
+        (
+            "flashattention-same-flops", "approximate",
+            "The catch is that it approximates the softmax per block, so the result is a close "
+            "approximation of exact attention.",
+            "The online softmax keeps a running maximum and sum per row, so FlashAttention computes the "
+            "exact softmax block by block.",
+        ),
+        (
             "weight-only-quant-speedup", "weight-quant-shrinks-kv",
             "Once the weights are 4-bit, the keys and values the layers produce are also 4-bit, so "
             "attention reads a quarter of the cache.",
