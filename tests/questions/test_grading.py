@@ -663,6 +663,27 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "L40S at 864 GB/s gives about 54 tokens/s per user.",
         ),
         (
+            "8b-16-users-24gb", "ignores-kv-cache",
+            "All 16 users share the same weights, so concurrency does not multiply the memory: the "
+            "footprint is essentially the model.",
+            "All 16 users share the weights, but each brings its own KV cache: 16 x 8,192 tokens x "
+            "128 KiB is 16 GiB more, so it does not fit.",
+        ),
+        (
+            "kv-cache-quantization", "kv-quant-shrinks-model",
+            "An FP8 KV cache converts the model's key and value projections to FP8, so the 16 GB "
+            "checkpoint comes down to about 8 GB.",
+            "An FP8 KV cache halves the keys and values, 128 KiB to 64 KiB per token, while the 16 GB "
+            "of weights stay as they are.",
+        ),
+        (
+            "sse-chunks-vs-tokens", "chunk-is-token",
+            "Counting chunks is exact: the server emits one SSE event per generated token, so the "
+            "number of data: events equals the number of tokens.",
+            "vLLM usually sends one chunk per token, but a chunk can be empty or carry several tokens, "
+            "so read usage.completion_tokens instead.",
+        ),
+        (
             "prefix-cache-what-must-match", "shared-text-anywhere",
             "Any block whose hash is already in the table is reused instead of recomputed, wherever it "
             "sits in the prompt.",
