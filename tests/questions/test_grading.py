@@ -663,6 +663,13 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "L40S at 864 GB/s gives about 54 tokens/s per user.",
         ),
         (
+            "many-lora-adapters", "merge-each",
+            "The standard approach is to merge each customer's LoRA into the base weights offline, so "
+            "inference runs at full speed with no adapter overhead.",
+            "Do not merge each customer's LoRA into its own copy: serve one base model and apply each "
+            "request's adapter at run time.",
+        ),
+        (
             "8b-16-users-24gb", "ignores-kv-cache",
             "All 16 users share the same weights, so concurrency does not multiply the memory: the "
             "footprint is essentially the model.",
