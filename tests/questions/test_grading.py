@@ -663,6 +663,18 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "L40S at 864 GB/s gives about 54 tokens/s per user.",
         ),
         (
+            "fp8-vs-int4", "int4-more-accurate",
+            "Accuracy-wise INT4 is actually safer, because integers are represented exactly while FP8 "
+            "adds rounding error.",
+            "INT4 weights lose more accuracy than FP8, which is usually within noise of BF16, so check "
+            "INT4 on your own evaluation.",
+        ),
+        (
+            "fp8-vs-int4", "fp8-runs-anywhere",
+            "FP8 works on any GPU through software emulation, so hardware isn't really a factor.",
+            "FP8 needs FP8 tensor cores, so on an A100 it gives no speedup for prefill or large batches.",
+        ),
+        (
             "many-lora-adapters", "merge-each",
             "The standard approach is to merge each customer's LoRA into the base weights offline, so "
             "inference runs at full speed with no adapter overhead.",

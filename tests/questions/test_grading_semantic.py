@@ -47,6 +47,8 @@ PATTERN_ONLY_MISCONCEPTIONS = {
     ("long-context-cost", "prefill-grows-linearly"),
     ("outliers-awq-gptq-smoothquant", "gptq-is-training"),
     ("outliers-awq-gptq-smoothquant", "smoothquant-smooths-weights"),
+    ("fp8-vs-int4", "int4-more-accurate"),
+    ("fp8-vs-int4", "fp8-runs-anywhere"),
 }
 
 
