@@ -663,6 +663,13 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "L40S at 864 GB/s gives about 54 tokens/s per user.",
         ),
         (
+            "expert-parallel-all-to-all", "ep-is-replicas",
+            "Expert parallelism means every GPU holds a full copy of all the experts and different "
+            "requests are sent to different GPUs.",
+            "Attention can run data-parallel with a full copy of the model's attention weights per GPU, "
+            "while each GPU holds 8 of the 256 whole experts.",
+        ),
+        (
             "fp8-vs-int4", "int4-more-accurate",
             "Accuracy-wise INT4 is actually safer, because integers are represented exactly while FP8 "
             "adds rounding error.",

@@ -49,6 +49,7 @@ PATTERN_ONLY_MISCONCEPTIONS = {
     ("outliers-awq-gptq-smoothquant", "smoothquant-smooths-weights"),
     ("fp8-vs-int4", "int4-more-accurate"),
     ("fp8-vs-int4", "fp8-runs-anywhere"),
+    ("expert-parallel-all-to-all", "ep-is-replicas"),
 }
 
 
