@@ -663,6 +663,27 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "L40S at 864 GB/s gives about 54 tokens/s per user.",
         ),
         (
+            "prefix-cache-benchmark-unique-prompts", "server-returns-stored-answer",
+            "vLLM recognises the identical request and serves the stored completion from the first "
+            "run, so the model never runs.",
+            "vLLM reuses the cached keys and values of the identical prompt, skips its prefill and "
+            "still decodes every output token.",
+        ),
+        (
+            "draft-model-vs-medusa-eagle", "heads-need-no-training",
+            "The big advantage of Medusa heads is that they need no training: they work with any "
+            "checkpoint out of the box.",
+            "Medusa heads must be trained for the exact model they sit on, on top of its frozen last "
+            "hidden state.",
+        ),
+        (
+            "preemption-swap-vs-recompute", "recompute-decodes-again",
+            "Recomputation prefills the prompt, and then every token the request had already produced "
+            "is decoded again, one step at a time.",
+            "The engine runs one prefill over the prompt plus every token generated so far; those "
+            "tokens are known, so nothing is decoded again.",
+        ),
+        (
             "expert-parallel-all-to-all", "ep-is-replicas",
             "Expert parallelism means every GPU holds a full copy of all the experts and different "
             "requests are sent to different GPUs.",
