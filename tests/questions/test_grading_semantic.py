@@ -26,9 +26,8 @@ from questions.grading.evaluation import (
 from tests.questions.test_bank import GOOD_QUESTION, load_error, set_file, write_bank
 
 CONTENT_DIR = Path(__file__).resolve().parents[2] / "questions" / "content"
-# Beliefs stated by a swap of the right words between two phases: sentence similarity cannot
-# tell "prefill is compute-bound, decode memory-bound" from its swap, so these stay with the
-# pattern layer's contrast rules (see docs/content-format.md).
+# Beliefs left to the pattern layer by design (see docs/content-format.md): sentence similarity
+# cannot tell them from the right sentence on the same topic.
 PATTERN_ONLY_MISCONCEPTIONS = {
     # Swaps: the belief is the right sentence with two words exchanged, which no reading by
     # meaning tells apart.
