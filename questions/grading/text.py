@@ -120,13 +120,19 @@ _DISTANCING = re.compile(
     r"(?<!\w)(?:myths?|misconceptions?|mistakes?|mistaken(?:ly)?"
     # "a wrong answer" is an output that is wrong, not a belief being reported.
     r"|(?:wrong|incorrect)(?:ly)?(?!\s+(?:answers?|responses?|outputs?|results?|repl(?:y|ies)|completions?|tokens?))"
-    r"|misleading|people\s+(?:often\s+|usually\s+|tend\s+to\s+|sometimes\s+)?(?:think|assume"
+    # "less of a problem than people think" compares with a belief and states its own.
+    r"|misleading|(?<!than\s)people\s+(?:often\s+|usually\s+|tend\s+to\s+|sometimes\s+)?(?:think|assume"
     r"|believe|say|expect)|tempting|you\s+might\s+(?:think|expect|assume)|one\s+might"
     r"|contrary\s+to|otherwise|if\s+(?:you|we|it)\s+(?:didn't|did\s+not|had\s+no|don't)"
     # "Without batching, decode would ..." supposes; "... four times faster, without the
     # all-reduces" states (a supposition opens its sentence or clause).
     r"|(?:^|(?<=[;:]\s)|(?<=[;:]))\s*without"
-    r"|naive(?:ly)?|not\s+true|it\s+is\s+false|it's\s+false"
+    # A naive view or a sentence that opens "Naively" supposes; "naive attention" or "the naive
+    # 16 GiB" names a method or an estimate, and the sentence states its own claim.
+    r"|naively|naive\s+(?:view|reading|answer|belief|assumption|guess|take|idea|expectation"
+    r"|intuition|thinking|mental\s+model|engineers?|learners?|readers?|observers?)"
+    r"|(?:^|(?<=[;:]\s)|(?<=[;:]))\s*(?:a\s+|the\s+)?naive"
+    r"|not\s+true|it\s+is\s+false|it's\s+false"
     # "It is not that X; Y" denies X and says Y instead.
     r"|it(?:\s+is|\s+was|'s)\s+not\s+that|it\s+(?:isn't|wasn't)\s+that)(?!\w)",
     re.IGNORECASE,

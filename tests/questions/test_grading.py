@@ -784,6 +784,156 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "SmoothQuant smooths the activations: it divides each outlier channel by a factor and "
             "multiplies the matching weights by it, so both fit INT8.",
         ),
+        # Session 20: fluent wrong answers of rounds 7-17 credited for the point they get
+        # backwards, and beliefs stated in words no rule read.
+        (
+            "weight-only-vs-w8a8-kernels", "blackwell-converts-fp4",
+            "Blackwell widens the MXFP4 values to FP8 before the multiply, since its FP4 units are "
+            "meant for training.",
+            "On the B200 it is native FP4 on the tensor cores; the H100 unpacks the weights to BF16.",
+        ),
+        (
+            "weight-only-vs-w8a8-kernels", "cpu-dequantizes-to-float",
+            "On a laptop CPU llama.cpp expands every 4-bit block to FP32 and runs a float matmul.",
+            "llama.cpp on a CPU takes integer dot products of Q8 activation blocks with the 4-bit "
+            "weights, while the H100 dequantizes to FP16.",
+        ),
+        (
+            "many-lora-adapters", "average-adapters",
+            "Since LoRA updates add linearly, average all 500 adapters into a single adapter and serve "
+            "that one model.",
+            "Never average the adapters: keep one shared base and add each request's own BA, gathered "
+            "per request in the batch.",
+        ),
+        (
+            "ttft-tpot-itl-definitions", "ttft-wrong-stop",
+            "TTFT is the time until the response headers come back from the server.",
+            "TTFT runs from sending the request to the first chunk with generated text, not to the "
+            "moment the response headers come back.",
+        ),
+        (
+            "ttft-tpot-itl-definitions", "itl-between-requests",
+            "ITL is the time between two consecutive requests reaching the server.",
+            "ITL is the gap between successive streamed chunks of one response, pooled over all "
+            "requests.",
+        ),
+        (
+            "ttft-tpot-itl-definitions", "tpot-misdefined",
+            "TPOT is the server's throughput over the whole run, total tokens divided by wall-clock "
+            "time.",
+            "TPOT is end-to-end latency minus TTFT, divided by the output tokens minus one.",
+        ),
+        (
+            "tensor-vs-pipeline-serving", "layout-swapped",
+            "The standard layout is TP across nodes and PP inside each node.",
+            "The standard layout is TP inside each node and PP across nodes.",
+        ),
+        (
+            "tensor-vs-pipeline-serving", "tp-is-replicas",
+            "Tensor parallelism loads a complete copy of the model on every GPU and spreads the "
+            "incoming requests between them.",
+            "Tensor parallelism does not keep a whole copy on each GPU; it splits every layer's "
+            "matrices, so each GPU reads a quarter of the weights.",
+        ),
+        (
+            "client-bottleneck", "client-never-bottleneck",
+            "The load generator can never be the bottleneck, since a CPU parses tokens far faster than "
+            "the GPU makes them.",
+            "If total throughput rises when the load is split over two client processes, the client "
+            "was the bottleneck.",
+        ),
+        (
+            "batch-invariance-temperature-zero", "seed-fixes-it",
+            "The fix is to set a fixed seed per request so the sampler gives the same output every time.",
+            "A fixed seed does not help at temperature 0; batch-invariant kernels keep one reduction "
+            "order whatever the batch.",
+        ),
+        (
+            "batch-invariance-temperature-zero", "batch-does-not-matter",
+            "The batch does not matter, because each sequence's math is independent of the other "
+            "requests.",
+            "The batch a request lands in changes the kernels' split-K strategy and so the order of the "
+            "additions.",
+        ),
+        (
+            "fp8-e4m3-vs-e5m2", "e-m-swapped",
+            "E5M2 has five mantissa bits, which makes it the more precise of the two formats.",
+            "E4M3 has four exponent bits and three mantissa bits, so it is the more precise format.",
+        ),
+        (
+            "when-self-host", "idle-gpu-is-free",
+            "Your own GPU only costs money while it is generating, so quiet hours are free.",
+            "A rented GPU costs the same whether it is busy or idle, so self-hosting needs steady "
+            "volume.",
+        ),
+        (
+            "inference-bottleneck", "compute-is-the-limit",
+            "To make a single stream faster you need more FLOPs: generation speed tracks the GPU's "
+            "TFLOP/s rating.",
+            "At batch 1 decode is memory-bound: a GPU with more bandwidth makes a single stream faster, "
+            "a higher TFLOP/s rating does not.",
+        ),
+        (
+            "speculative-when-it-hurts", "always-faster",
+            "Every verification pass emits at least one token, so speculation can never make serving "
+            "slower.",
+            "At 64 concurrent requests the compute is already busy, so verifying rejected drafts lowers "
+            "throughput.",
+        ),
+        (
+            "quantization-tradeoff", "free-lunch",
+            "A 4-bit AWQ model behaves the same as the original for any task, so there is no need to "
+            "rerun your evaluations.",
+            "8-bit is close to lossless, but 4-bit loses accuracy on harder tasks, so always rerun your "
+            "evaluations.",
+        ),
+        (
+            "fp8-vs-int4", "int4-always-faster",
+            "INT4 is the faster option at every batch size, because it moves half the bytes of FP8.",
+            "INT4 is faster at small batch, where decode is memory-bound; at large batch FP8 on FP8 "
+            "tensor cores wins.",
+        ),
+        (
+            "long-context-cost", "flash-attention-fixes-it",
+            "Memory is less of a problem than people think: FlashAttention keeps the footprint close "
+            "to the 4k case.",
+            "FlashAttention never builds the n x n score matrix, but the KV cache still holds 16 GiB "
+            "for 128k tokens.",
+        ),
+        (
+            "weight-only-vs-w8a8-kernels", "fp4-everywhere",
+            "MXFP4 is native on both chips: the H100 and the B200 both run the matmul in FP4.",
+            "Only the B200 runs the matmul in FP4; the H100 unpacks MXFP4 to BF16 and multiplies in "
+            "16-bit.",
+        ),
+        (
+            "outliers-awq-gptq-smoothquant", "gptq-quantizes-activations",
+            "GPTQ quantizes both the weights and the activations to 4 bits, so the matmul runs in "
+            "integer arithmetic.",
+            "GPTQ is weight-only: it rounds the weights column by column with a Hessian from "
+            "calibration data and leaves the activations in 16-bit.",
+        ),
+        (
+            "prefix-cache-what-must-match", "cache-changes-output",
+            "With prefix caching on, the answers come out a little different from a cold run, so "
+            "evaluations should turn it off.",
+            "A prefix cache hit reuses the exact keys and values a cold prefill would compute, so "
+            "the answer is the same.",
+        ),
+        (
+            "hidden-costs-self-hosting", "instant-scaling",
+            "An autoscaler adds GPU replicas within seconds when traffic rises and removes them at "
+            "night.",
+            "An autoscaler needs minutes to start a GPU replica and load a 16 GB model, so you keep "
+            "spare replicas for spikes.",
+        ),
+        (
+            "draft-model-vs-medusa-eagle", "heads-need-no-training",
+            "Medusa heads read the hidden state every transformer has, so a published set just works "
+            "on any model.",
+            "Medusa heads are trained for one base model on its own hidden states, so each model needs "
+            "its own heads.",
+        ),
     ],
 )
 def test_misconceptions_in_the_writers_words_are_flagged(
@@ -800,6 +950,25 @@ def test_without_distances_a_sentence_only_when_it_opens_a_supposition(bank, pat
     assert "pp-cuts-latency" not in flagged(grade(question=question, answer=supposed))
     stated = "PP cuts latency as well as TP does, without any all-reduce."
     assert "pp-cuts-latency" in flagged(grade(question=question, answer=stated))
+
+
+# Blind rounds 7-17: "than people think" and "naive attention" hid the beliefs of their
+# sentences, read as reports of someone else's view.
+@pytest.mark.parametrize(
+    ("answer", "is_flagged"),
+    [
+        ("Memory is less of a problem than people think once FlashAttention is used.", True),
+        ("People often think memory is less of a problem once FlashAttention is used.", False),
+        ("FlashAttention removes the memory problem that naive attention has at 128k tokens.", True),
+        ("The naive view is that FlashAttention removes the memory problem of a 128k request.", False),
+        ("Naively, FlashAttention removes the memory problem of a 128k request.", False),
+    ],
+)
+def test_a_comparison_with_a_belief_or_a_naive_method_still_states_its_own(
+    bank, patterns_only, answer, is_flagged,
+):
+    question = bank.question("long-context-cost")
+    assert ("flash-attention-fixes-it" in flagged(grade(question=question, answer=answer))) is is_flagged
 
 
 # Blind rounds 7 and 10-17: the definition of expert parallelism was read as the belief that it

@@ -49,6 +49,20 @@ PATTERN_ONLY_MISCONCEPTIONS = {
     ("fp8-vs-int4", "int4-more-accurate"),
     ("fp8-vs-int4", "fp8-runs-anywhere"),
     ("expert-parallel-all-to-all", "ep-is-replicas"),
+    # Session 20: wrong accounts the blind writers of rounds 7-17 give again and again, in the
+    # words of the point they contradict ("the B200 converts FP4 to FP8", "TP across nodes").
+    ("tensor-vs-pipeline-serving", "layout-swapped"),
+    ("fp8-e4m3-vs-e5m2", "e-m-swapped"),
+    ("weight-only-vs-w8a8-kernels", "blackwell-converts-fp4"),
+    ("weight-only-vs-w8a8-kernels", "cpu-dequantizes-to-float"),
+    ("many-lora-adapters", "average-adapters"),
+    ("ttft-tpot-itl-definitions", "ttft-wrong-stop"),
+    ("ttft-tpot-itl-definitions", "itl-between-requests"),
+    ("ttft-tpot-itl-definitions", "tpot-misdefined"),
+    ("tensor-vs-pipeline-serving", "tp-is-replicas"),
+    ("client-bottleneck", "client-never-bottleneck"),
+    ("batch-invariance-temperature-zero", "seed-fixes-it"),
+    ("batch-invariance-temperature-zero", "batch-does-not-matter"),
 }
 
 
