@@ -89,6 +89,10 @@ class Misconception:
     # denials ("It is not that ..."): hard negatives the belief reader is trained on
     # (export_reader_pairs). Never shown to a learner, never read while grading.
     right_versions: tuple[str, ...] = ()
+    # Concepts a sentence must name for the semantic layer to flag the belief there: one that
+    # names none of them cannot state it ("paging means moving the cache to CPU memory" needs
+    # CPU or host memory; "PagedAttention borrows the idea of virtual memory" names neither).
+    requires: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -554,7 +558,9 @@ def _misconceptions(
         at = (*where, "misconceptions", index)
         reader.table(
             body, at, required={"id", "name", "correction"},
-            optional={"match", "voids", "unless", "value", "statements", "right_versions"},
+            optional={
+                "match", "voids", "unless", "requires", "value", "statements", "right_versions",
+            },
         )
         misconception_id = reader.slug(body, at, "id")
         name = reader.string(body, at, "name").strip()
@@ -578,6 +584,15 @@ def _misconceptions(
             raise reader.error(
                 at, f"misconception {misconception_id!r} needs 'match', 'statements' or 'value'",
             )
+        requires = _check_concept_list(
+            reader, (*at, "requires"), reader.strings(body, at, "requires"), concepts,
+        )
+        if requires and not statements:
+            raise reader.error(
+                (*at, "requires"),
+                f"misconception {misconception_id!r}: 'requires' narrows what the semantic layer "
+                "flags by its 'statements', and it has none",
+            )
         voids = reader.strings(body, at, "voids")
         for criterion_id in voids:
             if criterion_id not in criterion_ids:
@@ -597,6 +612,7 @@ def _misconceptions(
                 value=value,
                 statements=statements,
                 name=name,
+                requires=requires,
                 right_versions=_opposite_sentences(
                     reader, body, at, "right_versions", against=statements,
                     refusal="is also a statement of the belief: a right version must not hold it",
@@ -668,13 +684,19 @@ def rubric_version(
         for alternative in item.match:
             used.update(part.strip() for part in alternative.split("+"))
         used.update(item.unless)
+        used.update(getattr(item, "requires", ()))
     payload = {
         "type": type,
         # Wrong versions are training data for the criterion reader, never read while grading.
         "rubric": [{k: v for k, v in vars(c).items() if k != "wrong_versions"} for c in rubric],
         # Right versions, like wrong versions, are training data only.
+        # An empty `requires` is left out, so a rubric's version only moves when one is set.
         "misconceptions": [
-            {k: v for k, v in vars(m).items() if k not in ("name", "right_versions")} for m in misconceptions
+            {
+                k: v for k, v in vars(m).items()
+                if k not in ("name", "right_versions") and not (k == "requires" and not v)
+            }
+            for m in misconceptions
         ],
         "choices": [vars(c) for c in choices],
         "numeric": vars(numeric) if numeric else None,

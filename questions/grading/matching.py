@@ -18,6 +18,7 @@ def used_concepts(question: Question | FollowUp) -> set[str]:
         for alternative in _alternatives(item.match):
             used.update(alternative)
         used.update(item.unless)
+        used.update(getattr(item, "requires", ()))
     for group in question.contrasts:
         if used & set(group):
             used.update(group)

@@ -43,7 +43,7 @@ from questions.bank import Criterion, FollowUp, Misconception, Question
 from questions.grading import belief_reader
 from questions.grading.embedding import encoder, unit
 from questions.grading.matching import _matching_sentences, used_concepts
-from questions.grading.text import AnswerAnalysis, analyse, split_sentences
+from questions.grading.text import AnswerAnalysis, analyse, any_present, split_sentences
 
 # Two sentences read together cover more ground by chance: their similarity counts this much
 # less when the closest unit to an item is chosen.
@@ -886,20 +886,36 @@ def semantic_evidence(
     ])
     everywhere = np.ones(len(units), dtype=bool)
 
+    def may_state(item: Misconception) -> np.ndarray:
+        """The units that may state a belief: the learner's own claims, and among them, for a
+        belief that `requires` concepts, those naming one ("borrows the idea of virtual memory"
+        cannot state that paging moves the cache to the CPU)."""
+        if not item.requires:
+            return own_claims
+        return own_claims & np.array([
+            any(
+                any_present(analysis=analysis, index=i, concept_ids=item.requires)
+                for i in range(u.first, u.last + 1)
+            )
+            for u in units
+        ], dtype=bool)
+
+    allowed_for = [may_state(item) for item in question.misconceptions]
+
     def whole_similarity(refs: np.ndarray) -> float:
         return float((refs @ whole).max()) if whole is not None and refs.size else 0.0
 
     misconception_candidates = tuple(
         _candidate(
-            similarities=sims, agrees=agrees, references=refs, units=units, allowed=own_claims,
+            similarities=sims, agrees=agrees, references=refs, units=units, allowed=allowed,
             leads={"lead_criteria": right, "lead_corrections": right_or_corrected},
             whole=whole_similarity(vectors_), pattern=pattern, analysis=analysis,
             anchors=_anchors(item.match),
         )
-        for sims, agrees, refs, vectors_, item, pattern in zip(
+        for sims, agrees, refs, vectors_, item, pattern, allowed in zip(
             misconception_sims, misconception_agrees, prepared.misconceptions,
             prepared.misconception_vectors, question.misconceptions, misconception_patterns,
-            strict=True,
+            allowed_for, strict=True,
         )
     )
     criterion_candidates = []
@@ -952,8 +968,10 @@ def semantic_evidence(
         misconceptions=_decide_misconceptions(
             misconception_candidates, items=question.misconceptions, decider=decider,
             own_sentences=[
-                _own_sentences(sims, refs, units=units, own_claims=own_claims)
-                for sims, refs in zip(misconception_sims, prepared.misconceptions, strict=True)
+                _own_sentences(sims, refs, units=units, own_claims=allowed)
+                for sims, refs, allowed in zip(
+                    misconception_sims, prepared.misconceptions, allowed_for, strict=True,
+                )
             ],
         ),
         sentence_scores=sentence_scores,

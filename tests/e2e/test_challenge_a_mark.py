@@ -128,6 +128,8 @@ IDLE_GPU_BELIEF = (
     "Self-host when traffic is low and spiky: you can scale the GPUs to zero between bursts and only "
     "pay while they are busy, whereas an API charges a fixed monthly minimum whatever your utilisation."
 )
+# Session 20: the standard layout the other way round, as blind writers of rounds 7-17 state it.
+LAYOUT_SWAPPED_BELIEF = "For serving, the usual layout is TP across nodes and PP inside each node."
 FP8_NO_SCALE_BELIEF = (
     "FP8 tensors need no scale factor: floating point is self-scaling, so scales are only needed for INT8."
 )
@@ -157,8 +159,20 @@ FP8_NO_SCALE_BELIEF = (
             "FP8 needs no scale factor", "E4M3 reaches only 448",
             "fp8-no-scale-belief",
         ),
+        (
+            "tensor-vs-pipeline-serving",
+            "Tensor parallelism splits each layer's weight matrices across the GPUs, so every GPU reads only its "
+            "share per step and per-token latency drops; its two all-reduces per layer need NVLink. Pipeline "
+            "parallelism puts layers 0 to 39 on one GPU and 40 to 79 on the next and passes only the "
+            "activations, so single-request latency stays about the same. " + LAYOUT_SWAPPED_BELIEF,
+            LAYOUT_SWAPPED_BELIEF, "4 / 8 (50%)",
+            # 5 of 8 points earned, held to 4.
+            "Score capped. The answer rests on a misconception (see below), so it is held to 50%",
+            "Tensor parallelism across nodes, pipeline inside", "tensor parallelism within a node",
+            "layout-swapped-belief",
+        ),
     ],
-    ids=["idle-gpu", "fp8-no-scale"],
+    ids=["idle-gpu", "fp8-no-scale", "layout-swapped"],
 )
 @pytest.mark.parametrize("width", [1280, 390])
 def test_a_belief_added_from_the_blind_rounds_reads_as_a_learner_needs_it(

@@ -491,6 +491,93 @@ def test_bad_right_versions_are_refused_with_the_line(tmp_path, insert, message)
     assert "right_versions" in error.message
 
 
+@pytest.mark.parametrize(
+    ("insert", "message"),
+    [
+        ('requires = ["gamma"]\nstatements = ["Beta is the first letter."]', "unknown concept 'gamma'"),
+        ('requires = ["alpha"]', "'requires' narrows what the semantic layer flags by its 'statements'"),
+    ],
+)
+def test_bad_requires_are_refused_with_the_line(tmp_path, insert, message):
+    text = set_file(GOOD_QUESTION.format(slug="q1")).replace('correction = "No."', f'correction = "No."\n{insert}', 1)
+    error = load_error(write_bank(tmp_path, ("demo.toml", text)))
+    assert message in error.message
+    assert error.line > 1
+
+
+def test_requires_moves_the_rubric_version_only_where_it_is_set(tmp_path):
+    (tmp_path / "with").mkdir()
+    (tmp_path / "without").mkdir()
+    plain = set_file(GOOD_QUESTION.format(slug="q1")).replace(
+        'correction = "No."', 'correction = "No."\nstatements = ["Beta is the first letter."]', 1,
+    )
+    text = plain.replace('correction = "No."', 'correction = "No."\nrequires = ["alpha"]', 1)
+    with_requires = load_bank(content_dir=write_bank(tmp_path / "with", ("demo.toml", text))).question("q1")
+    without = load_bank(content_dir=write_bank(tmp_path / "without", ("demo.toml", plain))).question("q1")
+    assert with_requires.misconceptions[0].requires == ("alpha",)
+    assert without.misconceptions[0].requires == ()
+    assert with_requires.rubric_version != without.rubric_version
+
+
+# Blind rounds 10-17: six of the seven strong answers to paged-attention-fragmentation open with
+# "PagedAttention borrows the idea of virtual memory", which the semantic layer read as paging to
+# the CPU; the belief `requires` memory off the GPU, and a sentence that names none is not it.
+@pytest.mark.parametrize(
+    ("slug", "misconception", "sentence", "is_flagged"),
+    [
+        (
+            "paged-attention-fragmentation", "paging-means-cpu",
+            "PagedAttention borrows the idea of virtual memory paging.", False,
+        ),
+        ("paged-attention-fragmentation", "paging-means-cpu", "PagedAttention borrows virtual memory's trick.", False),
+        (
+            "paged-attention-fragmentation", "paging-means-cpu",
+            "PagedAttention pages the KV cache out to host RAM whenever the GPU fills up.", True,
+        ),
+        (
+            "output-tokens-cost-more", "output-is-bigger",
+            "An output token costs the provider far more GPU time than an input token.", False,
+        ),
+        (
+            "output-tokens-cost-more", "output-is-bigger",
+            "Output tokens are bigger than input tokens, so they cost more.", True,
+        ),
+        ("arithmetic-intensity", "decode-compute-bound", "Decode at batch 1 processes one token.", False),
+        (
+            "arithmetic-intensity", "decode-compute-bound",
+            "With one user, the chip's calculating power is what holds generation back.", True,
+        ),
+    ],
+)
+def test_a_belief_is_only_read_by_meaning_where_a_sentence_names_what_it_requires(
+    bank, slug, misconception, sentence, is_flagged,
+):
+    found = {m.id for m in grade(question=bank.question(slug), answer=sentence).misconceptions}
+    assert (misconception in found) is is_flagged
+
+
+# Blind rounds 11-16: strong answers say TP "normally splits the KV cache ... but with MLA there is
+# nothing per-head to split"; the sentence earns latent-replicated by its words, which the belief
+# voids, so the reading by meaning gives way.
+def test_explaining_why_tp_cannot_split_the_mla_cache_is_not_the_belief_that_it_does(bank):
+    question = bank.question("dp-attention-wide-ep")
+    result = grade(
+        question=question,
+        answer=(
+            "Tensor parallelism gives each GPU a subset of heads, which for ordinary GQA also splits "
+            "the KV cache. With MLA there is nothing per-head to split: every GPU needs the full "
+            "latent, so TP would store the same cache on each GPU."
+        ),
+    )
+    assert "tp-splits-cache" not in {m.id for m in result.misconceptions}
+    assert result.criterion("latent-replicated").met
+    belief = grade(
+        question=question,
+        answer="With TP-8 each GPU keeps only an eighth of the MLA latent cache, so memory is not a problem.",
+    )
+    assert "tp-splits-cache" in {m.id for m in belief.misconceptions}
+
+
 # --- Evidence: the sentence that earned the point ---------------------------------------------
 
 # The first sentence also names the KV cache and the prompt's length (patterns of the
