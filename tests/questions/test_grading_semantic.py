@@ -543,6 +543,12 @@ def test_requires_moves_the_rubric_version_only_where_it_is_set(tmp_path):
             "Output tokens are bigger than input tokens, so they cost more.", True,
         ),
         ("arithmetic-intensity", "decode-compute-bound", "Decode at batch 1 processes one token.", False),
+        # Round 9's partial answer opens so, and was held to 50% for a belief it never states.
+        ("long-context-cost", "flash-attention-fixes-it", "The main cost is memory.", False),
+        (
+            "long-context-cost", "flash-attention-fixes-it",
+            "With FlashAttention a 128k request needs little more memory than a 4k one.", True,
+        ),
         (
             "arithmetic-intensity", "decode-compute-bound",
             "With one user, the chip's calculating power is what holds generation back.", True,
