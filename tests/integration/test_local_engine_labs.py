@@ -61,6 +61,9 @@ def test_labs_show_their_lessons_on_the_local_engine(local_targets, user, capsys
         assert summary["prefix_cache"]["cached_tokens"] == 0
 
     # Lab 4: at four concurrent streams the batched engine's aggregate throughput beats serial.
+    # Not by 4x: the 60M F16 model's matmuls on two CPU cores are close to compute-bound, so four
+    # streams per step gain about a quarter (1.25-1.29x in four runs here, 1.19x once on CI's
+    # machine); 1.1x keeps the lesson's direction without failing on a slower, noisier machine.
     serial_steps = runlab(
         capsys, "batching-almost-free", serial, user, "concurrency=4", "max_tokens=48", "prompt_tokens=32"
     )
@@ -69,7 +72,7 @@ def test_labs_show_their_lessons_on_the_local_engine(local_targets, user, capsys
     )
     assert (
         batched_steps["concurrency=4"]["output_tokens_per_s"]
-        > 1.2 * serial_steps["concurrency=4"]["output_tokens_per_s"]
+        > 1.1 * serial_steps["concurrency=4"]["output_tokens_per_s"]
     )
 
     # Lab 6: a shared long prefix is served from the cache and cuts TTFT.
