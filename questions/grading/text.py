@@ -168,6 +168,10 @@ _EXPLAINING_WORDS = """
     doubles doubled halve halves halved lands arrive arrives arrived appear appears appeared
     shows showed bottlenecked wait fit matter share show start stop fill pass call swap land
     rise rent store pick picks picked prefer prefers preferred choose chooses chose chosen
+    win wins beat beats outperform outperforms outperformed hurts
+    break breaks broke broken set sets round rounds rounded mix mixes mixed spread spreads fold
+    folds folded run losing look looks looked fitted became come comes came flow flows flowed
+    fall falls fell learn learns learned learnt suit suits suited
 """
 _EXPLAINING = frozenset(_EXPLAINING_WORDS.split())
 # Note-taking marks that state a relation as a verb would: "prefill = compute-bound".

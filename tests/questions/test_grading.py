@@ -271,6 +271,12 @@ def test_keyword_lists_are_detected(answer):
         "Prefill processes the prompt in parallel, so it is compute-bound.",
         "Weights: 8B params x 2 bytes = 16 GB. KV: 2 x 32 x 8 x 128 x 2 = 128 KiB per token.",
         "Because each step reads every weight, and the tensor cores wait on memory.",
+        # Round 9's strong answer on rotations, capped at 35% as a list: its clauses' verbs
+        # (breaks, set, rounds, mixes, spreads, fold, run) were not known as verbs.
+        "Low-bit quantization breaks on outliers: a handful of channels set the scale, and everything "
+        "else rounds to a few levels. A Hadamard matrix mixes every channel into every other and "
+        "spreads an outlier's energy evenly. Many rotations fold into the weights offline, and the rest "
+        "run online.",
     ],
 )
 def test_explanations_are_not_keyword_lists(answer):
@@ -934,6 +940,37 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "Medusa heads are trained for one base model on its own hidden states, so each model needs "
             "its own heads.",
         ),
+        (
+            "fp8-vs-int4", "int4-always-faster",
+            "For speed, INT4 wins every time.",
+            "INT4 wins at small-batch decode; once the batch makes the step compute-bound, FP8 wins.",
+        ),
+        (
+            "self-host-or-api", "always-cheaper",
+            "On pure cost, self-hosting wins pretty much every time.",
+            "Self-hosting wins on cost only above a break-even volume, with the GPUs kept busy.",
+        ),
+        (
+            "chunked-prefill-trade-off", "chunking-saves-kv",
+            "The engine never has to hold the KV cache of the whole 8k prompt, only a chunk's worth.",
+            "The engine still has to hold the KV cache of the whole 8k prompt; chunking changes when "
+            "it is computed.",
+        ),
+        (
+            "gqa-mqa-kv-cache", "gqa-saves-flops",
+            "The big practical win is compute: with a quarter of the KV heads, attention FLOPs drop 4x.",
+            "GQA keeps all 32 query heads, so the attention FLOPs stay the same; the cache shrinks 4x.",
+        ),
+        (
+            "p99-from-twenty-requests", "twenty-is-enough",
+            "Numpy interpolates between samples, so it gives a perfectly valid P99 for 20 requests.",
+            "Twenty requests give no valid P99: the 99th percentile of 20 values is just the slowest one.",
+        ),
+        (
+            "p99-from-twenty-requests", "mean-instead",
+            "I would replace the P99 with the mean TTFT over the 20 requests.",
+            "The mean hides the tail, so keep the P99 and send enough requests to measure it.",
+        ),
     ],
 )
 def test_misconceptions_in_the_writers_words_are_flagged(
@@ -942,6 +979,73 @@ def test_misconceptions_in_the_writers_words_are_flagged(
     question = bank.question(slug)
     assert misconception in flagged(grade(question=question, answer=belief))
     assert misconception not in flagged(grade(question=question, answer=right))
+
+
+# Blind rounds 7-17: plain-words answers (no field jargon) that earned under 50% because the
+# patterns knew only the field's names for a point. Each sentence earns its point by the patterns
+# alone; each near miss on the same topic does not.
+@pytest.mark.parametrize(
+    ("slug", "criterion", "earns", "near_miss"),
+    [
+        (
+            "decode-attention-intensity", "intensity",
+            "Four readers share each stored pair, so it is about four operations per byte read, far "
+            "below the 295 the chip needs.",
+            "Batching raises the operations per byte of attention, as it does for the weights.",
+        ),
+        (
+            "decode-attention-intensity", "own-cache",
+            "Each user has their own private notes on earlier words, and nobody else can use them.",
+            "Every user reads the same stored model numbers, fetched once for all of them.",
+        ),
+        (
+            "fp8-e4m3-vs-e5m2", "e4m3",
+            "Running a trained model uses the 4-and-3 version: it only goes up to 448, but its steps "
+            "are finer.",
+            "Running a trained model uses the 5-and-2 version for its range.",
+        ),
+        (
+            "fp8-e4m3-vs-e5m2", "e5m2-gradients",
+            "The 5-and-2 format's huge span suits the error signals flowing backwards.",
+            "The 4-and-3 format's span suits the error signals flowing backwards.",
+        ),
+        (
+            "long-context-prefill-parallel", "context-parallel",
+            "Split the prompt itself: give each group of chips its own slice of the words.",
+            "Split each layer's weight matrices across more chips.",
+        ),
+        (
+            "long-context-prefill-parallel", "ring-overlap",
+            "Each group computes on the slice it holds and at the same time hands it to its neighbour.",
+            "Each group waits until it has received every slice before it computes anything.",
+        ),
+        (
+            "long-context-prefill-parallel", "costs",
+            "It only speeds up reading the prompt, not writing the reply one word at a time.",
+            "It speeds up reading the prompt and writing the reply alike.",
+        ),
+        (
+            "many-lora-adapters", "shared-base",
+            "Keep one copy of the original model and add each customer's small correction on the fly.",
+            "Keep one copy of the model per customer, each with its correction merged in.",
+        ),
+        (
+            "many-lora-adapters", "batch-across",
+            "A specialised routine picks out each request's own correction within the group.",
+            "Each customer's requests are served in a group of their own.",
+        ),
+        (
+            "preemption-swap-vs-recompute", "recompute",
+            "When it resumes, the engine runs one prefill over the original prompt plus every token "
+            "generated so far.",
+            "When it resumes, the engine decodes every token again, one at a time.",
+        ),
+    ],
+)
+def test_points_in_the_writers_plain_words_are_credited(bank, patterns_only, slug, criterion, earns, near_miss):
+    question = bank.question(slug)
+    assert criterion in met(grade(question=question, answer=earns))
+    assert criterion not in met(grade(question=question, answer=near_miss))
 
 
 def test_without_distances_a_sentence_only_when_it_opens_a_supposition(bank, patterns_only):

@@ -106,9 +106,11 @@ def test_a_sentence_close_in_words_that_states_the_opposite_is_not_credited(bank
 
 
 # From blind round 3 (gqa-mqa-kv-cache, misconception style): right numbers, wrong reason.
+# Its "the attention FLOPs drop 4x" is in the patterns since session 21 (round 11 said it too),
+# so the number is left out here: the patterns miss this wording, the meaning does not.
 GQA_FLOPS = (
     "GQA and MQA cut the number of key/value heads, so attention does proportionally less "
-    "math: with 8 KV heads instead of 32, the attention FLOPs drop 4x, and that is where the "
+    "math: with 8 KV heads instead of 32, the attention FLOPs fall to a quarter, and that is where the "
     "speedup comes from. The KV cache shrinks 4x too, from 512 KiB to 128 KiB per token. "
     "Quality-wise GQA is close to full MHA, MQA degrades more."
 )
@@ -552,6 +554,26 @@ def test_requires_moves_the_rubric_version_only_where_it_is_set(tmp_path):
         (
             "arithmetic-intensity", "decode-compute-bound",
             "With one user, the chip's calculating power is what holds generation back.", True,
+        ),
+        # Rounds 14, 16 and 17: three strong answers were held to 50% for saying the opposite.
+        ("semantic-cache-risks", "semantic-cache-is-safe", "A semantic cache, by contrast, changes outputs.", False),
+        (
+            "semantic-cache-risks", "semantic-cache-is-safe",
+            "A semantic cache changes the output, because it returns an answer written for a different question.",
+            False,
+        ),
+        (
+            "semantic-cache-risks", "semantic-cache-is-safe",
+            "Handing back the stored reply to a similar question leaves what users get unchanged.", True,
+        ),
+        # Rounds 8 and 10: the definition of expert parallelism, in the strong answers' words.
+        (
+            "expert-parallel-all-to-all", "ep-is-free",
+            "Expert parallelism assigns entire experts to different GPUs instead of slicing each one.", False,
+        ),
+        (
+            "expert-parallel-all-to-all", "ep-is-free",
+            "It is preferred over tensor parallelism because it gets rid of the communication.", True,
         ),
     ],
 )
