@@ -153,7 +153,8 @@ def main() -> None:
     shipped = {k: v.half().contiguous() for k, v in state.items()}
     shipped["embeddings.word_embeddings.changed_rows"] = words[moved].half().contiguous()
     shipped["embeddings.word_embeddings.row_indexes"] = moved.to(torch.int32).contiguous()
-    save_file(shipped, str(args.out))
+    # The rounds its answer pairs came from: a reader stage is never fitted on them.
+    save_file(shipped, str(args.out), metadata={"trained_on": ",".join(data.get("rounds", []))})
     print(f"{len(moved)} of {len(words)} word-table rows moved by more than {ROW_TOLERANCE}")
     # What the shipped form (float16, the base model's unmoved rows) costs, on the training pairs.
     with torch.no_grad():

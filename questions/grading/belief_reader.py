@@ -25,7 +25,9 @@ with a logistic fitted on rounds neither was trained on (`SemanticModel.reader`)
 
 from __future__ import annotations
 
+import json
 import re
+import struct
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -103,6 +105,17 @@ class BeliefReader:
             pooled = np.add.reduceat(x, bounds[:-1], axis=0) / counts
             results.extend(float(v) for v in pooled @ self._head_weight + self._head_bias)
         return results
+
+
+def trained_on(weights: Path) -> frozenset[str]:
+    """The evaluation rounds a reader's weights were trained on, as its file names them (the
+    safetensors header's `trained_on` metadata, comma-separated); none named: the decision
+    model's rounds, which every reader was trained on."""
+    with weights.open("rb") as file:
+        (length,) = struct.unpack("<Q", file.read(8))
+        header = json.loads(file.read(length))
+    names = header.get("__metadata__", {}).get("trained_on", "")
+    return frozenset(n for n in names.split(",") if n)
 
 
 # Each weights file's reader, loaded once per process.

@@ -408,6 +408,35 @@ def test_the_reader_stage_refuses_fewer_than_two_rounds_and_a_threshold_outside_
         run("fit_semantic_model", "--reader-stage", "--threshold", "1.5", "--dir", str(tmp_path))
 
 
+def test_a_stage_is_fitted_only_on_named_rounds_and_never_on_rounds_its_reader_was_trained_on(tmp_path, monkeypatch):
+    from questions.grading import belief_reader, semantic
+
+    model_file = tmp_path / "semantic_model.json"
+    model_file.write_text(semantic.MODEL_FILE.read_text())
+    monkeypatch.setattr(semantic, "MODEL_FILE", model_file)
+    source = ROOT / "tests" / "questions" / "evaluation_set"
+    rounds = tmp_path / "rounds"
+    for name in ("heldout7", "heldout8", "heldout9"):
+        (rounds / name).mkdir(parents=True)
+        (rounds / name / "round.json").write_text((source / name / "round.json").read_text())
+        for path in sorted(source.joinpath(name).glob("*.toml"))[:6]:
+            (rounds / name / path.name).write_text(path.read_text())
+    # A belief reader whose weights file says it was trained on heldout7 (the header's metadata).
+    weights = tmp_path / "reader.safetensors"
+    header = json.dumps({"__metadata__": {"trained_on": "development,heldout7"}}).encode()
+    weights.write_bytes(len(header).to_bytes(8, "little") + header)
+    assert belief_reader.trained_on(weights) == {"development", "heldout7"}
+    assert belief_reader.trained_on(belief_reader.CRITERION_READER_FILE) == frozenset()
+    shipped = belief_reader.READER_FILE
+    monkeypatch.setattr(belief_reader, "READER_FILE", weights)
+    with pytest.raises(CommandError, match=r"cannot be fitted on heldout7: .* \(heldout8, heldout9\)"):
+        run("fit_semantic_model", "--reader-stage", "--dir", str(rounds), "--rounds", "heldout7", "heldout8")
+    monkeypatch.setattr(belief_reader, "READER_FILE", shipped)
+    text = run("fit_semantic_model", "--reader-stage", "--dir", str(rounds), "--rounds", "heldout8", "heldout9")
+    assert text.splitlines()[1].split()[:3] == ["heldout8", "left", "out"]
+    assert json.loads(model_file.read_text())["reader"]["fitted_on"] == ["heldout8", "heldout9"]
+
+
 def test_the_criterion_stage_is_fitted_on_graded_rounds_the_decision_model_never_saw(tmp_path, monkeypatch):
     from questions.grading import semantic
 

@@ -77,6 +77,11 @@ def test_a_stage_that_would_read_the_reader_backwards_is_refused():
 def test_the_shipped_stage_was_fitted_on_rounds_neither_reader_was_trained_on():
     document = json.loads(semantic.MODEL_FILE.read_text(encoding="utf-8"))
     assert set(document["reader"]["fitted_on"]).isdisjoint(document["fitted_on"])
+    # A reader trained on more rounds than the decision model's names them in its weights file.
+    assert set(document["reader"]["fitted_on"]).isdisjoint(belief_reader.trained_on(belief_reader.READER_FILE))
+    assert set(document["criterion_reader"]["fitted_on"]).isdisjoint(
+        belief_reader.trained_on(belief_reader.CRITERION_READER_FILE),
+    )
     stage = semantic.load_model().reader
     assert stage is not None
     assert stage.logistic.features == semantic.READER_FEATURES

@@ -7,7 +7,8 @@ import json
 import shutil
 from pathlib import Path
 
-from django.core.management import call_command
+import pytest
+from django.core.management import CommandError, call_command
 
 from questions.bank import load_bank
 from questions.grading.belief_reader import belief_text
@@ -135,3 +136,31 @@ def test_right_versions_join_the_belief_readers_negatives_only_when_asked(tmp_pa
             len(m.right_versions) for t in bank.free_text_targets() for m in t.misconceptions if m.statements
         )
     assert not any(r["unit"] in flops.right_versions for r in without["bank"] + without["hard_negatives"])
+
+
+def test_named_rounds_train_the_reader_and_a_held_out_or_unknown_name_is_refused(tmp_path):
+    for name in ("heldout7", "heldout8"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "round.json").write_text((EVALUATION_SET / name / "round.json").read_text())
+        shutil.copy(EVALUATION_SET / name / "gqa-mqa-kv-cache.toml", tmp_path / name)
+    held_out = tmp_path / "heldout99"
+    held_out.mkdir()
+    shutil.copy(EVALUATION_SET / "heldout12" / "gqa-mqa-kv-cache.toml", held_out)
+    (held_out / "round.json").write_text(json.dumps({"status": "held-out", "written": "blind"}))
+    call_command(
+        "export_reader_pairs", str(tmp_path / "pairs.json"), "--dir", str(tmp_path), "--rounds", "heldout8",
+        stdout=io.StringIO(),
+    )
+    data = json.loads((tmp_path / "pairs.json").read_text())
+    # Only the named round's answers; the trainer writes these names into the weights file.
+    assert data["rounds"] == ["heldout8"]
+    assert {r["round"] for r in data["answers"]} == {"heldout8"}
+    bank = load_bank(content_dir=ROOT / "questions" / "content")
+    eighth = next(r for r in discover_rounds(tmp_path) if r.name == "heldout8")
+    assert {r["answer"] for r in data["answers"]} <= {a.key for a in round_answers(round_=eighth, bank=bank)}
+    with pytest.raises(CommandError, match="held-out rounds never train a reader: heldout99"):
+        call_command("export_reader_pairs", str(tmp_path / "no.json"), "--dir", str(tmp_path), "--rounds", "heldout99")
+    listed = r"no such round: heldout5 \(rounds: development, heldout7, heldout8, heldout99\)"
+    with pytest.raises(CommandError, match=listed):
+        call_command("export_reader_pairs", str(tmp_path / "no.json"), "--dir", str(tmp_path), "--rounds", "heldout5")
+    assert not (tmp_path / "no.json").exists()

@@ -12,25 +12,29 @@ as no: right sentences on the belief's own topic, in a writer's words rather tha
 (the reader's commonest false flag on held-out answers was such a sentence).
 `--with-right-versions` adds each belief's right versions (the bank's `right_versions`: true
 sentences on the belief's topic, close in words, among them explicit denials) as no, both among
-the bank pairs and among the hard negatives of the extra pass.
+the bank pairs and among the hard negatives of the extra pass. `--rounds NAME ...` takes the
+answer pairs from these development rounds instead (the reader stage must then be fitted on
+rounds outside them: `fit_semantic_model --reader-stage --rounds ...`).
 `tools/train_belief_reader.py` trains on the file. Held-out rounds never reach it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from questions.bank import Bank, FollowUp, Question, load_bank
+from questions.grading import semantic
 from questions.grading.belief_reader import belief_text
 from questions.grading.calibration import decision_model_rounds, graded_free_text
 from questions.grading.embedding import encoder
-from questions.grading.evaluation import LabelledAnswer
+from questions.grading.evaluation import LabelledAnswer, Round, discover_rounds
 from questions.grading.text import split_sentences
 
 # Bank pairs sample paraphrases and other beliefs' statements with this seed: the file is the
@@ -56,11 +60,20 @@ class Command(BaseCommand):
             "--with-right-versions", action="store_true",
             help="add each belief's right versions (the bank's right_versions) as no",
         )
+        parser.add_argument(
+            "--rounds", nargs="+", metavar="NAME",
+            help="development rounds to take answer pairs from (default: the decision model's)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         bank = load_bank(content_dir=Path(settings.BASE_DIR) / "questions" / "content")
-        rounds = decision_model_rounds(options["dir"])
+        rounds = training_rounds(directory=options["dir"], names=options["rounds"])
         encoder().remember_sentences()
+        # The unit a pair reads is the one the sentence vectors find closest; the readers only
+        # judge it afterwards, so they are switched off here (the export runs ~5x faster).
+        in_use = semantic.use_model(None)
+        if in_use is not None:
+            semantic.use_model(dataclasses.replace(in_use, reader=None, criterion_stage=None))
         rows: list[dict[str, Any]] = []
         right_sentences: list[dict[str, Any]] = []
         for round_, answer, target, meaning in graded_free_text(rounds=rounds, bank=bank):
@@ -91,6 +104,21 @@ class Command(BaseCommand):
             f"{len(hard)} hard negatives, {len(right_sentences)} right answer sentences",
         )
         encoder().remember_sentences(on=False)
+        semantic.use_model(in_use)
+
+
+def training_rounds(*, directory: Path, names: list[str] | None) -> list[Round]:
+    """The decision model's rounds, or the named ones, each a development round."""
+    if not names:
+        return decision_model_rounds(directory)
+    by_name = {r.name: r for r in discover_rounds(directory)}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise CommandError(f"no such round: {', '.join(unknown)} (rounds: {', '.join(by_name)})")
+    held = [n for n in names if by_name[n].held_out]
+    if held:
+        raise CommandError(f"held-out rounds never train a reader: {', '.join(held)}")
+    return [by_name[n] for n in names]
 
 
 def right_answer_sentences(

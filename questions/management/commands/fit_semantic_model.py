@@ -62,6 +62,13 @@ class Command(BaseCommand):
             help="fit the criterion reader's stage on rounds with a first run the decision model was not fitted on",
         )
         parser.add_argument(
+            "--rounds", nargs="+", metavar="NAME",
+            help=(
+                "with --reader-stage or --criterion-stage: fit on these rounds only (each must "
+                "have a first run and be unseen by the readers)"
+            ),
+        )
+        parser.add_argument(
             "--threshold", type=float, default=None,
             help=(
                 "with --reader-stage: flag a misconception from this stage probability (default "
@@ -77,13 +84,13 @@ class Command(BaseCommand):
             raise CommandError(f"--threshold must be between 0 and 1, not {threshold}")
         if options["reader_stage"]:
             self._reader_stage(
-                bank=bank, directory=options["dir"],
+                bank=bank, directory=options["dir"], names=options["rounds"],
                 threshold=calibration.MISCONCEPTION_THRESHOLD if threshold is None else threshold,
             )
             return
         if options["criterion_stage"]:
             self._criterion_stage(
-                bank=bank, directory=options["dir"],
+                bank=bank, directory=options["dir"], names=options["rounds"],
                 threshold=calibration.CRITERION_THRESHOLD if threshold is None else threshold,
             )
             return
@@ -120,8 +127,13 @@ class Command(BaseCommand):
             )
         encoder().remember_sentences(on=False)
 
-    def _reader_stage(self, *, bank: Bank, directory: Path, threshold: float) -> None:
-        document, rounds = _stage_rounds(directory, stage="reader stage")
+    def _reader_stage(
+        self, *, bank: Bank, directory: Path, threshold: float, names: list[str] | None,
+    ) -> None:
+        document, rounds = _stage_rounds(
+            directory, stage="reader stage", names=names,
+            readers_trained_on=belief_reader.trained_on(belief_reader.READER_FILE),
+        )
         decision = dataclasses.replace(semantic.load_model(), reader=None)
         encoder().remember_sentences()
         belief_reader.reader().remember_pairs()
@@ -170,8 +182,13 @@ class Command(BaseCommand):
         self.stdout.write(f"The {stage}, each round left out of its fit, next to the round's first run")
         self.stdout.write(render_rounds(columns))
 
-    def _criterion_stage(self, *, bank: Bank, directory: Path, threshold: float) -> None:
-        document, rounds = _stage_rounds(directory, stage="criterion stage")
+    def _criterion_stage(
+        self, *, bank: Bank, directory: Path, threshold: float, names: list[str] | None,
+    ) -> None:
+        document, rounds = _stage_rounds(
+            directory, stage="criterion stage", names=names,
+            readers_trained_on=belief_reader.trained_on(belief_reader.CRITERION_READER_FILE),
+        )
         decision = dataclasses.replace(semantic.load_model(), criterion_stage=None)
         encoder().remember_sentences()
         belief_reader.reader().remember_pairs()
@@ -204,15 +221,28 @@ class Command(BaseCommand):
         encoder().remember_sentences(on=False)
 
 
-def _stage_rounds(directory: Path, *, stage: str) -> tuple[dict[str, Any], list[Round]]:
+def _stage_rounds(
+    directory: Path, *, stage: str, names: list[str] | None = None,
+    readers_trained_on: frozenset[str] = frozenset(),
+) -> tuple[dict[str, Any], list[Round]]:
     """The model document and the rounds a reader's stage is fitted on: graded once (a first
-    run) and never fitted on by the decision model, so never seen by either reader, which were
-    trained only on the decision model's rounds."""
+    run), never fitted on by the decision model and never trained on by the reader (a reader
+    trained on more rounds than the decision model's names them in its weights file), and, when
+    `names` are given, only those."""
     document = json.loads(semantic.MODEL_FILE.read_text(encoding="utf-8"))
-    trained_on = set(document["fitted_on"])
+    trained_on = set(document["fitted_on"]) | readers_trained_on
     rounds = [
         r for r in discover_rounds(directory) if r.first_run is not None and r.name not in trained_on
     ]
+    if names:
+        allowed = {r.name for r in rounds}
+        refused = [n for n in names if n not in allowed]
+        if refused:
+            raise CommandError(
+                f"the {stage} cannot be fitted on {', '.join(refused)}: a round must have a first "
+                f"run and be unseen by the readers ({', '.join(sorted(allowed)) or 'none qualifies'})",
+            )
+        rounds = [r for r in rounds if r.name in names]
     if len(rounds) < 2:
         raise CommandError(
             f"the {stage} needs at least two rounds with a first run that the decision model was "
