@@ -33,6 +33,7 @@ from questions.grading.text import (
     AnswerAnalysis,
     analyse,
     evidence_span,
+    is_term_list,
     keyword_list_reason,
 )
 
@@ -383,6 +384,10 @@ def grade_rubric(
             _unless_explained(analysis, result, criterion)
             for result, criterion in zip(results, question.rubric, strict=True)
         ]
+        # Nor does a list state a belief: "prefill, decode, compute-bound, memory-bound" names
+        # both bounds without pairing either with a phase. A sentence of the answer that
+        # explains can still state one.
+        hits = [h for h in hits if h.evidence is None or not is_term_list(h.evidence)]
     return tuple(results), tuple(hits), capped
 
 

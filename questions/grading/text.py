@@ -172,6 +172,7 @@ _EXPLAINING_WORDS = """
     break breaks broke broken set sets round rounds rounded mix mixes mixed spread spreads fold
     folds folded run losing look looks looked fitted became come comes came flow flows flowed
     fall falls fell learn learns learned learnt suit suits suited
+    convert converts converted converting turn turns turned turning drift drifts drifted drifting
 """
 _EXPLAINING = frozenset(_EXPLAINING_WORDS.split())
 # Note-taking marks that state a relation as a verb would: "prefill = compute-bound".
@@ -515,6 +516,31 @@ _CLAUSE_SPLIT = re.compile(
 _CALCULATION = re.compile(r"\d[^=\n]*=\s*~?\d|\d\s*(?:[x\u00d7*+]|->|\u2192)\s*\d")
 
 
+def _explained_words(text: str) -> tuple[int, int]:
+    """(words in clauses that explain, all words): a clause explains when it has at least three
+    words and one of them is a verb, auxiliary, connective or pronoun, or is a calculation."""
+    total = 0
+    explained = 0
+    for clause in (c.strip() for c in _CLAUSE_SPLIT.split(text) if c and c.strip()):
+        words = [w.lower().replace("\u2019", "'") for w in _TOKEN.findall(clause)]
+        total += len(words)
+        if (len(words) >= 3 and any(w in _EXPLAINING for w in words)) or _CALCULATION.search(
+            clause,
+        ):
+            explained += len(words)
+    return explained, total
+
+
+def is_term_list(text: str) -> bool:
+    """Whether a sentence is a list of terms: at least four items between commas, semicolons,
+    bullets or line breaks, and fewer than 40% of its words in clauses that explain
+    (keyword_list_reason's rule for a whole answer). A sentence with one or two commas and a
+    verb the clause test does not know ("the decode instance rebuilds the KV cache") is not."""
+    items = [c for c in re.split(r"[,;\n\u2022]", text) if _TOKEN.search(c)]
+    explained, total = _explained_words(text)
+    return len(items) >= 4 and explained / total < 0.4
+
+
 def keyword_list_reason(text: str) -> str | None:
     """Why an answer reads as a list of terms rather than an explanation, or None.
 
@@ -523,16 +549,7 @@ def keyword_list_reason(text: str) -> str | None:
     the words sit in explaining clauses is a list, however it is punctuated (commas,
     newlines, arrows); so is a run of three or more very short notes.
     """
-    clauses = [c.strip() for c in _CLAUSE_SPLIT.split(text) if c and c.strip()]
-    total = 0
-    explained = 0
-    for clause in clauses:
-        words = [w.lower().replace("\u2019", "'") for w in _TOKEN.findall(clause)]
-        total += len(words)
-        if (len(words) >= 3 and any(w in _EXPLAINING for w in words)) or _CALCULATION.search(
-            clause,
-        ):
-            explained += len(words)
+    explained, total = _explained_words(text)
     if total == 0:
         return "The answer has no words to grade."
     items = [len(_TOKEN.findall(c)) for c in re.split(r"[,;\n\u2022]", text) if _TOKEN.search(c)]

@@ -295,6 +295,22 @@ def test_keyword_list_is_capped_at_35_percent(bank):
     assert result.capped_reason is not None
 
 
+def test_a_keyword_list_states_no_belief_but_a_sentence_beside_it_can(bank):
+    # Blind writers' keyword lists name both bounds ("compute-bound, memory-bound") beside both
+    # phases; read as one comma-separated sentence, that paired decode with compute-bound and
+    # told 19 of them (rounds 7-20) they hold the swapped-bounds belief.
+    question = bank.question("prefill-decode-ttft")
+    listed = (
+        "prefill, decode, TTFT, TPOT, compute-bound, memory-bandwidth-bound, HBM, KV cache, "
+        "weights read every step, queueing, roofline, one token per step"
+    )
+    result = grade(question=question, answer=listed)
+    assert result.capped_reason is not None and "short notes" in result.capped_reason
+    assert result.misconceptions == ()
+    stated = grade(question=question, answer=listed + ". Decode is compute-bound and prefill is memory-bound.")
+    assert "swapped-bounds" in flagged(stated)
+
+
 def test_sentences_split_on_punctuation_and_lines_but_not_decimals():
     text = "Bandwidth is 3.35 TB/s, e.g. on an H100. Decode is slow!\n- bullet one\n1. numbered"
     assert [s.text for s in split_sentences(text)] == [
@@ -562,7 +578,7 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
     assert "volume-utilisation" in met(right)
 
 
-# Blind rounds 6-17: misconceptions stated in the writers' own words and missed. Each belief is
+# Blind rounds 6-20: misconceptions stated in the writers' own words and missed. Each belief is
 # flagged; each right sentence on the same topic is not.
 @pytest.mark.parametrize(
     ("slug", "misconception", "belief", "right"),
@@ -970,6 +986,87 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "p99-from-twenty-requests", "mean-instead",
             "I would replace the P99 with the mean TTFT over the 20 requests.",
             "The mean hides the tail, so keep the P99 and send enough requests to measure it.",
+        ),
+        (
+            "tensor-vs-pipeline-serving", "pp-cuts-latency",
+            "For latency, pipeline parallelism is just as good: with two stages each token is computed in "
+            "half the time.",
+            "For latency, pipeline parallelism does not help: each token still passes through every stage in turn.",
+        ),
+        (
+            "prefill-decode-disaggregation", "decode-recomputes",
+            "The decode tier runs its own forward pass over the prompt to build its cache.",
+            "The decode tier receives the KV cache over the network and starts generating at once.",
+        ),
+        (
+            "preemption-swap-vs-recompute", "recompute-decodes-again",
+            "After recomputation it has to generate all the tokens it had produced so far again.",
+            "Recomputation prefills the prompt and the tokens it had produced so far in one pass.",
+        ),
+        (
+            "open-vs-closed-loop", "more-users-fixes-it",
+            "The fix is simply to scale the closed loop up to a thousand users.",
+            "A thousand closed-loop users still each wait for a reply before sending, so the tail is still hidden.",
+        ),
+        (
+            "p99-from-twenty-requests", "mean-instead",
+            "Instead of chasing the tail, report the mean TTFT over all 20 requests.",
+            "Report the mean beside the P99 if you like, but send enough requests to measure the tail.",
+        ),
+        (
+            "benchmark-warmup", "warmup-pointless",
+            "Once the server reports healthy there is nothing left to warm up.",
+            "Even with the weights loaded, graph capture and the allocator still need a few requests to settle.",
+        ),
+        (
+            "prefix-cache-what-must-match", "cache-changes-output",
+            "A cache hit does not give you the same result as a cold run.",
+            "A cache hit gives the same result as a cold run: the cached keys and values are exact.",
+        ),
+        (
+            "speculative-decoding-how", "draft-quality",
+            "With speculative decoding the output drifts toward the small model's style.",
+            "The output follows the target model's distribution exactly, whatever the draft proposes.",
+        ),
+        (
+            "batch-vs-interactive-cost", "batching-speeds-each-request",
+            "In a big batch each sequence gets its tokens faster.",
+            "In a big batch each sequence gets its tokens a little slower, but the GPU serves many more of them.",
+        ),
+        (
+            "8b-16-users-24gb", "ignores-kv-cache",
+            "All 16 users share the loaded weights, so adding users does not add memory.",
+            "The users share the weights, but each one adds its own KV cache: 1 GiB at 8k tokens.",
+        ),
+        (
+            "moe-batch-erodes-advantage", "batch-stays-active",
+            "Each token touches only its 37B active parameters, so a step reads about 37 GB whatever the batch size.",
+            "At batch 64 the step reads the union of the experts the tokens pick, about 222 of 256 per layer.",
+        ),
+        (
+            "arithmetic-intensity", "decode-compute-bound",
+            "Decode at batch size 1 is compute-bound.",
+            "Decode at batch size 1 is memory-bound; only a batch of hundreds makes it compute-bound.",
+        ),
+        (
+            "chunked-prefill-trade-off", "chunking-saves-kv",
+            "You only need KV cache for the current chunk instead of the whole prompt.",
+            "The KV cache of the whole prompt is still stored; chunking changes when it is computed.",
+        ),
+        (
+            "kv-cache-quantization", "kv-quant-shrinks-model",
+            "Turning on an FP8 KV cache basically converts the model to FP8.",
+            "An FP8 KV cache leaves the weights in BF16 and halves only the cache.",
+        ),
+        (
+            "quantization-tradeoff", "fewer-flops",
+            "With 4-bit weights the GPU does a quarter of the arithmetic per token.",
+            "With 4-bit weights the GPU reads a quarter of the bytes, and the multiplies still run in 16-bit.",
+        ),
+        (
+            "flashattention-same-flops", "approximate",
+            "Each tile's partial outputs are merged with a correction, which approximates the true softmax.",
+            "Each tile's partial outputs are rescaled by the running maximum, so the result equals exact attention.",
         ),
     ],
 )
