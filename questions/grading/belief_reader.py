@@ -25,9 +25,7 @@ with a logistic fitted on rounds neither was trained on (`SemanticModel.reader`)
 
 from __future__ import annotations
 
-import json
 import re
-import struct
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from questions.bank import Misconception
-from questions.grading.embedding import Bert, encoder, model_dir, read_safetensors
+from questions.grading.embedding import Bert, encoder, model_dir, read_safetensors, safetensors_metadata
 
 READER_FILE = Path(__file__).with_name("belief_reader.safetensors")
 # The same architecture trained to read a criterion and a learner unit: does the unit say it?
@@ -111,10 +109,7 @@ def trained_on(weights: Path) -> frozenset[str]:
     """The evaluation rounds a reader's weights were trained on, as its file names them (the
     safetensors header's `trained_on` metadata, comma-separated); none named: the decision
     model's rounds, which every reader was trained on."""
-    with weights.open("rb") as file:
-        (length,) = struct.unpack("<Q", file.read(8))
-        header = json.loads(file.read(length))
-    names = header.get("__metadata__", {}).get("trained_on", "")
+    names = safetensors_metadata(weights).get("trained_on", "")
     return frozenset(n for n in names.split(",") if n)
 
 

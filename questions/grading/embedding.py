@@ -79,6 +79,14 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
     return tensors
 
 
+def safetensors_metadata(path: Path) -> dict[str, str]:
+    """A safetensors file's `__metadata__` (string to string), read from its header alone."""
+    with path.open("rb") as file:
+        (header_length,) = struct.unpack("<Q", file.read(8))
+        header = json.loads(file.read(header_length))
+    return header.get("__metadata__", {})
+
+
 def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
     mean = x.mean(axis=-1, keepdims=True)
     centred = x - mean

@@ -514,6 +514,12 @@ _CLAUSE_SPLIT = re.compile(
 
 # Working such as "8B params x 2 bytes = 16 GB" explains even without a verb.
 _CALCULATION = re.compile(r"\d[^=\n]*=\s*~?\d|\d\s*(?:[x\u00d7*+]|->|\u2192)\s*\d")
+_ITEM_SPLIT = re.compile(r"[,;\n\u2022]")
+
+
+def _items(text: str) -> list[str]:
+    """The pieces between commas, semicolons, bullets and line breaks that hold a word."""
+    return [c for c in _ITEM_SPLIT.split(text) if _TOKEN.search(c)]
 
 
 def _explained_words(text: str) -> tuple[int, int]:
@@ -536,9 +542,8 @@ def is_term_list(text: str) -> bool:
     bullets or line breaks, and fewer than 40% of its words in clauses that explain
     (keyword_list_reason's rule for a whole answer). A sentence with one or two commas and a
     verb the clause test does not know ("the decode instance rebuilds the KV cache") is not."""
-    items = [c for c in re.split(r"[,;\n\u2022]", text) if _TOKEN.search(c)]
     explained, total = _explained_words(text)
-    return len(items) >= 4 and explained / total < 0.4
+    return len(_items(text)) >= 4 and explained / total < 0.4
 
 
 def keyword_list_reason(text: str) -> str | None:
@@ -552,7 +557,7 @@ def keyword_list_reason(text: str) -> str | None:
     explained, total = _explained_words(text)
     if total == 0:
         return "The answer has no words to grade."
-    items = [len(_TOKEN.findall(c)) for c in re.split(r"[,;\n\u2022]", text) if _TOKEN.search(c)]
+    items = [len(_TOKEN.findall(c)) for c in _items(text)]
     if len(items) >= 3 and max(items) <= 5 and sum(items) / len(items) <= 3.5:
         return (
             "The answer is a set of short notes rather than sentences that explain, so it is "

@@ -298,7 +298,7 @@ def test_keyword_list_is_capped_at_35_percent(bank):
 def test_a_keyword_list_states_no_belief_but_a_sentence_beside_it_can(bank):
     # Blind writers' keyword lists name both bounds ("compute-bound, memory-bound") beside both
     # phases; read as one comma-separated sentence, that paired decode with compute-bound and
-    # told 19 of them (rounds 7-20) they hold the swapped-bounds belief.
+    # told 13 of them (rounds 7-20) they hold the swapped-bounds belief.
     question = bank.question("prefill-decode-ttft")
     listed = (
         "prefill, decode, TTFT, TPOT, compute-bound, memory-bandwidth-bound, HBM, KV cache, "

@@ -375,6 +375,16 @@ def _sealed_round(folder: Path, *, answers_from: Path, files: int) -> None:
         (folder / path.name).write_text(path.read_text())
 
 
+def _graded_rounds(folder: Path, *, names: tuple[str, ...], files: int) -> None:
+    """These rounds of the evaluation set, each with its record and its first answer files."""
+    source = ROOT / "tests" / "questions" / "evaluation_set"
+    for name in names:
+        (folder / name).mkdir(parents=True)
+        (folder / name / "round.json").write_text((source / name / "round.json").read_text())
+        for path in sorted(source.joinpath(name).glob("*.toml"))[:files]:
+            (folder / name / path.name).write_text(path.read_text())
+
+
 def test_the_reader_stage_is_fitted_on_graded_rounds_the_decision_model_never_saw(tmp_path, monkeypatch):
     from questions.grading import semantic
 
@@ -385,11 +395,7 @@ def test_the_reader_stage_is_fitted_on_graded_rounds_the_decision_model_never_sa
     rounds = tmp_path / "rounds"
     # heldout6 (fitted on), heldout7 and heldout8 (graded once, not fitted on), and a sealed
     # round (written blind, never graded), which no fit may read.
-    for name in ("heldout6", "heldout7", "heldout8"):
-        (rounds / name).mkdir(parents=True)
-        (rounds / name / "round.json").write_text((source / name / "round.json").read_text())
-        for path in sorted(source.joinpath(name).glob("*.toml"))[:8]:
-            (rounds / name / path.name).write_text(path.read_text())
+    _graded_rounds(rounds, names=("heldout6", "heldout7", "heldout8"), files=8)
     _sealed_round(rounds / "heldout99", answers_from=source / "heldout18", files=8)
     text = run("fit_semantic_model", "--reader-stage", "--threshold", "0.4", "--dir", str(rounds))
     lines = text.splitlines()
@@ -421,13 +427,8 @@ def test_a_stage_is_fitted_only_on_named_rounds_and_never_on_rounds_its_reader_w
     model_file = tmp_path / "semantic_model.json"
     model_file.write_text(semantic.MODEL_FILE.read_text())
     monkeypatch.setattr(semantic, "MODEL_FILE", model_file)
-    source = ROOT / "tests" / "questions" / "evaluation_set"
     rounds = tmp_path / "rounds"
-    for name in ("heldout7", "heldout8", "heldout9"):
-        (rounds / name).mkdir(parents=True)
-        (rounds / name / "round.json").write_text((source / name / "round.json").read_text())
-        for path in sorted(source.joinpath(name).glob("*.toml"))[:6]:
-            (rounds / name / path.name).write_text(path.read_text())
+    _graded_rounds(rounds, names=("heldout7", "heldout8", "heldout9"), files=6)
     # A belief reader whose weights file says it was trained on heldout7 (the header's metadata).
     weights = tmp_path / "reader.safetensors"
     header = json.dumps({"__metadata__": {"trained_on": "development,heldout7"}}).encode()
@@ -455,11 +456,7 @@ def test_the_criterion_stage_is_fitted_on_graded_rounds_the_decision_model_never
     rounds = tmp_path / "rounds"
     # heldout6 (fitted on), heldout7 and heldout8 (graded once, not fitted on), and a sealed
     # round (written blind, never graded), which no fit may read.
-    for name in ("heldout6", "heldout7", "heldout8"):
-        (rounds / name).mkdir(parents=True)
-        (rounds / name / "round.json").write_text((source / name / "round.json").read_text())
-        for path in sorted(source.joinpath(name).glob("*.toml"))[:6]:
-            (rounds / name / path.name).write_text(path.read_text())
+    _graded_rounds(rounds, names=("heldout6", "heldout7", "heldout8"), files=6)
     _sealed_round(rounds / "heldout99", answers_from=source / "heldout18", files=6)
     text = run("fit_semantic_model", "--criterion-stage", "--dir", str(rounds))
     lines = text.splitlines()

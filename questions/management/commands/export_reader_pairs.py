@@ -69,24 +69,30 @@ class Command(BaseCommand):
         bank = load_bank(content_dir=Path(settings.BASE_DIR) / "questions" / "content")
         rounds = training_rounds(directory=options["dir"], names=options["rounds"])
         encoder().remember_sentences()
-        # The unit a pair reads is the one the sentence vectors find closest; the readers only
-        # judge it afterwards, so they are switched off here (the export runs ~5x faster).
-        in_use = semantic.use_model(None)
-        if in_use is not None:
-            semantic.use_model(dataclasses.replace(in_use, reader=None, criterion_stage=None))
         rows: list[dict[str, Any]] = []
         right_sentences: list[dict[str, Any]] = []
-        for round_, answer, target, meaning in graded_free_text(rounds=rounds, bank=bank):
-            right_sentences.extend(right_answer_sentences(round_name=round_.name, answer=answer, target=target))
-            for misconception, candidate in zip(
-                target.misconceptions, meaning.misconception_candidates, strict=True,
-            ):
-                if candidate.match is not None:
-                    rows.append({
-                        "round": round_.name, "answer": answer.key,
-                        "belief": belief_text(misconception), "unit": candidate.match.unit.text,
-                        "label": misconception.id in answer.misconceptions,
-                    })
+        # The unit a pair reads is the one the sentence vectors find closest; the readers only
+        # judge it afterwards, so they are switched off while the answers are read (only the
+        # sentence model runs).
+        in_use = semantic.use_model(None)
+        try:
+            if in_use is not None:
+                semantic.use_model(dataclasses.replace(in_use, reader=None, criterion_stage=None))
+            for round_, answer, target, meaning in graded_free_text(rounds=rounds, bank=bank):
+                right_sentences.extend(
+                    right_answer_sentences(round_name=round_.name, answer=answer, target=target),
+                )
+                for misconception, candidate in zip(
+                    target.misconceptions, meaning.misconception_candidates, strict=True,
+                ):
+                    if candidate.match is not None:
+                        rows.append({
+                            "round": round_.name, "answer": answer.key,
+                            "belief": belief_text(misconception), "unit": candidate.match.unit.text,
+                            "label": misconception.id in answer.misconceptions,
+                        })
+        finally:
+            semantic.use_model(in_use)
         right_versions = options["with_right_versions"]
         from_bank = bank_pairs(bank=bank, right_versions=right_versions)
         hard = hard_negatives(bank=bank, right_versions=right_versions)
@@ -104,7 +110,6 @@ class Command(BaseCommand):
             f"{len(hard)} hard negatives, {len(right_sentences)} right answer sentences",
         )
         encoder().remember_sentences(on=False)
-        semantic.use_model(in_use)
 
 
 def training_rounds(*, directory: Path, names: list[str] | None) -> list[Round]:
