@@ -578,7 +578,7 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
     assert "volume-utilisation" in met(right)
 
 
-# Blind rounds 6-20: misconceptions stated in the writers' own words and missed. Each belief is
+# Blind rounds 6-22: misconceptions stated in the writers' own words and missed. Each belief is
 # flagged; each right sentence on the same topic is not.
 @pytest.mark.parametrize(
     ("slug", "misconception", "belief", "right"),
@@ -1067,6 +1067,93 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "flashattention-same-flops", "approximate",
             "Each tile's partial outputs are merged with a correction, which approximates the true softmax.",
             "Each tile's partial outputs are rescaled by the running maximum, so the result equals exact attention.",
+        ),
+        (
+            "dp-attention-wide-ep", "wide-ep-for-capacity",
+            "The reason to go wide with the experts is capacity: 671B parameters do not fit on one "
+            "node.",
+            "Wide EP is chosen so that each expert sees a large batch of tokens per step; fitting the "
+            "model needs far fewer GPUs.",
+        ),
+        (
+            "fp8-e4m3-vs-e5m2", "fp8-needs-no-scale",
+            "FP8 is a real floating-point format, so you don't need any scale factors: cast the "
+            "weights and run.",
+            "FP8 still needs a per-tensor scale factor to map values into its narrow range, though no "
+            "zero-point.",
+        ),
+        (
+            "batch-invariance-temperature-zero", "seed-fixes-it",
+            "The fix is simple: pass a fixed seed with every request.",
+            "A fixed seed does not help at temperature 0; the difference comes from the batch "
+            "changing the reduction order.",
+        ),
+        (
+            "self-host-or-api", "idle-gpu-is-free",
+            "Self-hosting wins when traffic is low, because an idle GPU draws very little power.",
+            "Self-hosting wins when traffic is high and steady, because a rented GPU costs the same "
+            "per hour busy or idle.",
+        ),
+        (
+            "when-self-host", "always-cheaper",
+            "Self-hosting saves money at basically any scale once the model runs.",
+            "Self-hosting saves money only at high, steady volume; at low traffic the idle hours cost "
+            "more than the API bill.",
+        ),
+        (
+            "long-context-cost", "prefill-grows-linearly",
+            "Prefill is just a bigger batch of tokens through the same matmuls, so it scales linearly "
+            "with the prompt.",
+            "Prefill's attention grows with the square of the prompt, so a 128k prompt costs more "
+            "than 32 times a 4k one.",
+        ),
+        (
+            "outliers-awq-gptq-smoothquant", "gptq-is-training",
+            "GPTQ is a quantization-aware fine-tuning method that runs a short round of gradient "
+            "descent on calibration data.",
+            "GPTQ rounds the weights one column at a time and corrects the rest with second-order "
+            "information from calibration data.",
+        ),
+        (
+            "many-lora-adapters", "average-adapters",
+            "Average their BA products layer by layer and fold the result into the base weights once.",
+            "Keep one base model in memory and apply each request's own small adapter at run time.",
+        ),
+        (
+            "expert-parallel-all-to-all", "ep-is-free",
+            "With EP each expert is self-contained on its GPU, so the MoE layers run with no "
+            "collective communication at all.",
+            "With EP each token is sent to the GPU that holds its expert, which is an all-to-all in "
+            "every MoE layer.",
+        ),
+        (
+            "continuous-batching-throughput", "faster-steps",
+            "Every decode step finishes faster because the kernels work on smaller tensors.",
+            "Every decode step costs about the same; continuous batching keeps the batch full, so "
+            "more tokens come out of each step.",
+        ),
+        (
+            "client-bottleneck", "client-never-bottleneck",
+            "A load generator just sends JSON, so the client is never what limits an LLM benchmark.",
+            "A single-process Python client can saturate its CPU parsing the stream, so check the "
+            "client before blaming the GPU.",
+        ),
+        (
+            "rotation-quantization", "rotation-gathers-outliers",
+            "Rotation is a way of sorting the outliers into a few known channels that stay in 16-bit.",
+            "Rotation spreads each outlier's energy across all channels, so no channel stands out and "
+            "4-bit works.",
+        ),
+        (
+            "kv-cache-quantization", "kv-quant-shrinks-model",
+            "Setting the KV cache to FP8 is a cheap way to run the whole model in FP8.",
+            "Setting the KV cache to FP8 halves the cache, but the weights stay in BF16.",
+        ),
+        (
+            "weight-only-quant-speedup", "fewer-flops",
+            "Quantization makes the arithmetic itself cheaper, so each layer finishes sooner.",
+            "Quantization makes the weights smaller, so each step reads fewer bytes; the arithmetic "
+            "still runs in 16-bit.",
         ),
     ],
 )
