@@ -177,6 +177,14 @@ _EXPLAINING_WORDS = """
 _EXPLAINING = frozenset(_EXPLAINING_WORDS.split())
 # Note-taking marks that state a relation as a verb would: "prefill = compute-bound".
 _RELATION_MARK = re.compile(r"=|->|=>|\u2192")
+
+
+def _asks(text: str) -> bool:
+    """Whether a sentence is a question: it asks, it states no belief ("First: 12,000 tokens
+    per second of what?" does not claim that each user sees 12,000)."""
+    return text.rstrip().rstrip("\"'\u2019\u201d)").endswith("?")
+
+
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z'\u2019]*")
 
 
@@ -184,6 +192,7 @@ _TOKEN = re.compile(r"[A-Za-z][A-Za-z'\u2019]*")
 class SentenceAnalysis:
     sentence: Sentence
     occurrences: dict[str, list[Occurrence]] = field(default_factory=dict)
+    # Reported, supposed or asked rather than claimed: it cannot state the learner's belief.
     distanced: bool = False
     # Whether the sentence makes a claim at all (has a verb or connective); a bare list of
     # terms cannot state a misconception.
@@ -293,7 +302,7 @@ def analyse(
         analyses.append(
             SentenceAnalysis(
                 sentence=sentence, occurrences=occurrences,
-                distanced=bool(_DISTANCING.search(sentence.text)),
+                distanced=bool(_DISTANCING.search(sentence.text)) or _asks(sentence.text),
                 claims=_RELATION_MARK.search(sentence.text) is not None
                 or any(w.lower() in _EXPLAINING for w in _TOKEN.findall(sentence.text)),
             ),

@@ -578,7 +578,7 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
     assert "volume-utilisation" in met(right)
 
 
-# Blind rounds 6-22: misconceptions stated in the writers' own words and missed. Each belief is
+# Blind rounds 6-23: misconceptions stated in the writers' own words and missed. Each belief is
 # flagged; each right sentence on the same topic is not.
 @pytest.mark.parametrize(
     ("slug", "misconception", "belief", "right"),
@@ -1150,6 +1150,57 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "Setting the KV cache to FP8 halves the cache, but the weights stay in BF16.",
         ),
         (
+            "when-self-host", "idle-gpu-is-free",
+            "Replicas scale to zero when nobody is calling, so an idle GPU costs you nothing.",
+            "An idle GPU you rent still costs its hourly price, so low traffic favours the API.",
+        ),
+        (
+            "long-context-cost", "prefill-grows-linearly",
+            "Prefill is a fixed number of FLOPs per token, so 32x more tokens means 32x the prefill "
+            "time.",
+            "Prefill's weight matmuls grow linearly, but its attention grows with the square of the "
+            "prompt.",
+        ),
+        (
+            "open-vs-closed-loop", "more-users-fixes-it",
+            "Just keep raising the number of closed-loop users until you offer more than the target "
+            "rate.",
+            "Closed-loop users wait for each reply, so adding more of them never makes arrivals "
+            "independent of the server.",
+        ),
+        (
+            "preemption-swap-vs-recompute", "recompute-decodes-again",
+            "Recomputation replays each of the already-generated tokens through the model one decode "
+            "step at a time.",
+            "Recomputation runs the prompt and the generated tokens through one prefill pass, in "
+            "parallel.",
+        ),
+        (
+            "outliers-awq-gptq-smoothquant", "smoothquant-smooths-weights",
+            "SmoothQuant is W8A8. Its trick is to smooth the weights so they fit INT8 better.",
+            "SmoothQuant is W8A8. Its trick is to divide the activation outliers by a factor and "
+            "multiply the weights by it.",
+        ),
+        (
+            "chunked-prefill-trade-off", "chunking-saves-kv",
+            "With chunking the engine only has to keep that chunk's KV cache on the GPU.",
+            "With chunking every chunk's keys and values stay in the cache, since later chunks attend "
+            "to them.",
+        ),
+        (
+            "fp8-vs-int4", "int4-more-accurate",
+            "On accuracy I actually lean toward INT4, since its grid is evenly spaced.",
+            "On accuracy FP8 is usually closer to BF16 than INT4, because 8 bits hold more "
+            "information than 4.",
+        ),
+        (
+            "quantization-tradeoff", "free-lunch",
+            "With modern methods it barely trades anything: a 4-bit model is effectively the same "
+            "model.",
+            "A 4-bit model is smaller and faster, and it trades some accuracy that you have to "
+            "measure on your own tasks.",
+        ),
+        (
             "weight-only-quant-speedup", "fewer-flops",
             "Quantization makes the arithmetic itself cheaper, so each layer finishes sooner.",
             "Quantization makes the weights smaller, so each step reads fewer bytes; the arithmetic "
@@ -1164,6 +1215,39 @@ def test_misconceptions_in_the_writers_words_are_flagged(
     assert misconception in flagged(grade(question=question, answer=belief))
     assert misconception not in flagged(grade(question=question, answer=right))
 
+
+
+def test_a_question_states_no_belief_but_the_same_words_as_a_claim_do(bank, patterns_only):
+    # Round 23's strong answer opened "First: 12,000 tokens per second of what?": a question
+    # asks, it does not claim that each user sees 12,000.
+    question = bank.question("when-self-host")
+    asked = (
+        "Why would an idle GPU cost you nothing once replicas scale to zero? Capacity for the peak "
+        "is paid for by the hour."
+    )
+    stated = "Replicas scale to zero, so an idle GPU costs you nothing."
+    assert "idle-gpu-is-free" not in flagged(grade(question=question, answer=asked))
+    assert "idle-gpu-is-free" in flagged(grade(question=question, answer=stated))
+
+
+def test_pipeline_micro_batches_of_one_prompt_are_a_belief_context_parallelism_is_not(
+    bank, patterns_only,
+):
+    # The fluent wrong answer of rounds 21, 22 and 23 alike (40-80% before the belief existed).
+    question = bank.question("long-context-prefill-parallel")
+    belief = (
+        "Add pipeline parallelism with micro-batching: cut the 1M-token prompt into 64 "
+        "micro-batches and push them through the stages, each micro-batch attending only to its "
+        "own tokens, so prefill time drops with the number of stages."
+    )
+    result = grade(question=question, answer=belief)
+    assert "pipeline-splits-prompt" in flagged(result)
+    assert result.fraction == 0
+    right = (
+        "Pipeline parallelism with micro-batches does not shorten one prompt's prefill; context "
+        "parallelism splits the sequence across GPUs and passes key and value blocks around a ring."
+    )
+    assert "pipeline-splits-prompt" not in flagged(grade(question=question, answer=right))
 
 # Blind rounds 7-17: plain-words answers (no field jargon) that earned under 50% because the
 # patterns knew only the field's names for a point. Each sentence earns its point by the patterns
