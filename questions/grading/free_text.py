@@ -378,7 +378,6 @@ def grade_rubric(
                     feedback=criterion.feedback_missed, closest=closest,
                 ),
             )
-    hits.extend(_uncontradicted(evidence, question, results=results, hits=hits))
     capped = keyword_list_reason(answer) if apply_keyword_cap else None
     if capped is not None:
         results = [
@@ -390,36 +389,6 @@ def grade_rubric(
         # explains can still state one.
         hits = [h for h in hits if h.evidence is None or not is_term_list(h.evidence)]
     return tuple(results), tuple(hits), capped
-
-
-def _uncontradicted(
-    evidence: RubricEvidence, question: Question | FollowUp, *,
-    results: Sequence[CriterionResult], hits: Sequence[MisconceptionHit],
-) -> list[MisconceptionHit]:
-    """The beliefs the second look read tentatively (semantic.SECOND_LOOK_UNCONTRADICTED_FROM)
-    that the answer does not contradict: none of the points a belief denies (its `voids`) is
-    met. A belief that voids nothing has no such test and is not flagged this way."""
-    analysis, tentative = evidence.analysis, evidence.meaning.tentative_misconceptions
-    if not tentative:
-        return []
-    flagged = {hit.id for hit in hits}
-    met = {result.id for result in results if result.met}
-    found: list[MisconceptionHit] = []
-    for misconception, reading in zip(question.misconceptions, tentative, strict=True):
-        if (
-            reading is None or misconception.id in flagged or not misconception.voids
-            or met & set(misconception.voids)
-        ):
-            continue
-        start = analysis.sentences[reading.unit.first].sentence.start
-        end = analysis.sentences[reading.unit.last].sentence.end
-        found.append(
-            MisconceptionHit(
-                id=misconception.id, correction=misconception.correction,
-                evidence=analysis.text[start:end], evidence_span=(start, end),
-            ),
-        )
-    return found
 
 
 def _unless_explained(

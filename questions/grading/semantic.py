@@ -376,16 +376,6 @@ WITHDRAW_READER_BELOW = -1.5
 # Of the 81 such sentences in rounds 7-16, 65 were not the closest. Chosen on rounds 7-15
 # (README, session 17). None: no second look.
 SECOND_LOOK_FROM: float | None = 4.0
-# A sentence the second look reads as stating a belief less surely, from these log-odds (odds of
-# about 20 to 1), is a tentative reading: it flags the belief only where the answer makes none
-# of the points the belief contradicts (its `voids`; free_text decides, once the points are
-# read). A learner who holds a belief rarely also makes the point it denies. Simulated on the
-# recorded per-sentence log-odds of rounds 7-11 and 15-18 (3,128 answers), beliefs with voids
-# none of which was met: from 3.0, 2 misconception answers flagged that were missed, and 2
-# paraphrases flagged with a belief they do not state (both still scored 50%); from 2.0, 3 and
-# 6 (with partial answers); without the condition, 3.0 loses 10 answers graded right (strong
-# ones mostly). README, session 23. None: no tentative reading.
-SECOND_LOOK_UNCONTRADICTED_FROM: float | None = 3.0
 
 
 @dataclass(frozen=True)
@@ -557,9 +547,6 @@ class SemanticEvidence:
     misconception_candidates: tuple[Candidate, ...] = ()
     # Per criterion not taken: the learner unit that came near it (see near_miss), else None.
     near_misses: tuple[Unit | None, ...] = ()
-    # Per misconception not flagged: the sentence the second look read as stating it from
-    # SECOND_LOOK_UNCONTRADICTED_FROM (under SECOND_LOOK_FROM), else None.
-    tentative_misconceptions: tuple[SemanticMatch | None, ...] = ()
 
     def sentence_similarity(self, *, criterion: int, index: int) -> float:
         """A sentence's highest similarity to a criterion's references (-1 if not read)."""
@@ -728,14 +715,12 @@ class OwnSentence:
 def _decide_misconceptions(
     candidates: Sequence[Candidate], *, items: Sequence[Misconception],
     decider: SemanticModel | None, own_sentences: Sequence[Sequence[OwnSentence]],
-) -> tuple[tuple[SemanticMatch | None, ...], tuple[SemanticMatch | None, ...]]:
+) -> tuple[SemanticMatch | None, ...]:
     """Per misconception, the unit taken as stating it: by the decision model alone, or, where
     a reader stage is fitted, by both readers for the candidates in its band (one batch), then
-    by the reader's second look at every own sentence for a belief still not flagged. Also,
-    per belief, the second look's tentative reading (see SECOND_LOOK_UNCONTRADICTED_FROM)."""
+    by the reader's second look at every own sentence for a belief still not flagged."""
     if decider is None or decider.reader is None:
-        decided = tuple(_decide(c, decider.misconception if decider else None) for c in candidates)
-        return decided, tuple(None for _ in candidates)
+        return tuple(_decide(c, decider.misconception if decider else None) for c in candidates)
     stage = decider.reader
     probabilities = [
         decider.misconception.probability(c.features) if c.match else 0.0 for c in candidates
@@ -775,15 +760,13 @@ def _decide_misconceptions(
 def _second_look(
     decided: list[SemanticMatch | None], *, items: Sequence[Misconception],
     own_sentences: Sequence[Sequence[OwnSentence]], read: dict[tuple[int, str], float],
-) -> tuple[tuple[SemanticMatch | None, ...], tuple[SemanticMatch | None, ...]]:
+) -> tuple[SemanticMatch | None, ...]:
     """Each belief not flagged, read by the belief reader against each own sentence (one
     batch); the sentence it reads as stating the belief most surely, from SECOND_LOOK_FROM,
-    flags it, and from SECOND_LOOK_UNCONTRADICTED_FROM is its tentative reading. The
-    probability is the reader's own."""
+    flags it. Its probability is the reader's own."""
     threshold = SECOND_LOOK_FROM
-    tentative: list[SemanticMatch | None] = [None] * len(decided)
     if threshold is None:
-        return tuple(decided), tuple(tentative)
+        return tuple(decided)
     pending = [
         (i, sentence)
         for i, match in enumerate(decided) if match is None
@@ -802,18 +785,13 @@ def _second_look(
             continue
         surest = max(own_sentences[i], key=lambda s: read[i, s.unit.text])
         reader_logit = read[i, surest.unit.text]
-        reading = SemanticMatch(
-            unit=surest.unit, similarity=surest.similarity, reference=surest.reference,
-            probability=sigmoid(reader_logit), reader_logit=reader_logit,
-        )
         if reader_logit >= threshold:
-            decided[i] = reading
-        elif (
-            SECOND_LOOK_UNCONTRADICTED_FROM is not None
-            and reader_logit >= SECOND_LOOK_UNCONTRADICTED_FROM
-        ):
-            tentative[i] = reading
-    return tuple(decided), tuple(tentative)
+            decided[i] = SemanticMatch(
+                unit=surest.unit, similarity=surest.similarity, reference=surest.reference,
+                probability=sigmoid(reader_logit),
+                reader_logit=reader_logit,
+            )
+    return tuple(decided)
 
 
 def _own_sentences(
@@ -983,21 +961,19 @@ def semantic_evidence(
         }
         for sims in criterion_sims
     )
-    misconceptions, tentative = _decide_misconceptions(
-        misconception_candidates, items=question.misconceptions, decider=decider,
-        own_sentences=[
-            _own_sentences(sims, refs, units=units, own_claims=allowed)
-            for sims, refs, allowed in zip(
-                misconception_sims, prepared.misconceptions, allowed_for, strict=True,
-            )
-        ],
-    )
     return SemanticEvidence(
         criteria=tuple(
             _decide(c, decider.criterion if decider else None) for c in criterion_candidates
         ),
-        misconceptions=misconceptions,
-        tentative_misconceptions=tentative,
+        misconceptions=_decide_misconceptions(
+            misconception_candidates, items=question.misconceptions, decider=decider,
+            own_sentences=[
+                _own_sentences(sims, refs, units=units, own_claims=allowed)
+                for sims, refs, allowed in zip(
+                    misconception_sims, prepared.misconceptions, allowed_for, strict=True,
+                )
+            ],
+        ),
         sentence_scores=sentence_scores,
         criterion_candidates=tuple(criterion_candidates),
         misconception_candidates=misconception_candidates,

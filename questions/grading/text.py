@@ -180,9 +180,13 @@ _RELATION_MARK = re.compile(r"=|->|=>|\u2192")
 
 
 def _asks(text: str) -> bool:
-    """Whether a sentence is a question: it asks, it states no belief ("First: 12,000 tokens
-    per second of what?" does not claim that each user sees 12,000)."""
-    return text.rstrip().rstrip("\"'\u2019\u201d)").endswith("?")
+    """Whether a sentence asks or reports rather than claims: a question ("First: 12,000 tokens
+    per second of what?" does not claim that each user sees 12,000), or one that opens by
+    quoting someone's words ("\"GPUs are random\" isn't really it.")."""
+    return (
+        text.rstrip().rstrip("\"'\u2019\u201d)").endswith("?")
+        or text.lstrip().startswith(("\"", "\u201c"))
+    )
 
 
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z'\u2019]*")

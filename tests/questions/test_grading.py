@@ -578,7 +578,7 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
     assert "volume-utilisation" in met(right)
 
 
-# Blind rounds 6-23: misconceptions stated in the writers' own words and missed. Each belief is
+# Blind rounds 6-24: misconceptions stated in the writers' own words and missed. Each belief is
 # flagged; each right sentence on the same topic is not.
 @pytest.mark.parametrize(
     ("slug", "misconception", "belief", "right"),
@@ -1201,6 +1201,32 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "measure on your own tasks.",
         ),
         (
+            "client-bottleneck", "client-never-bottleneck",
+            "The client is basically never the bottleneck in LLM benchmarks, so any load generator "
+            "keeps up.",
+            "A single Python client can become the bottleneck: parsing thousands of streamed chunks a "
+            "second saturates one core.",
+        ),
+        (
+            "fp8-e4m3-vs-e5m2", "fp8-needs-no-scale",
+            "You do not need the per-channel scales and calibration that INT8 requires; just cast and "
+            "run.",
+            "FP8 tensors still carry a scale, per tensor or per block, because E4M3 tops out at 448.",
+        ),
+        (
+            "expert-parallel-all-to-all", "ep-is-free",
+            "With EP each expert computes locally on its own GPU, so EP removes communication from "
+            "the MoE layers.",
+            "With EP each token is sent to the GPU holding its expert and the result is sent back, an "
+            "all-to-all each way.",
+        ),
+        (
+            "outliers-awq-gptq-smoothquant", "smoothquant-smooths-weights",
+            "SmoothQuant goes after the weights' outliers and flattens them so the weights fit INT8.",
+            "SmoothQuant goes after the activations' outliers and moves them into the weights with a "
+            "per-channel factor.",
+        ),
+        (
             "weight-only-quant-speedup", "fewer-flops",
             "Quantization makes the arithmetic itself cheaper, so each layer finishes sooner.",
             "Quantization makes the weights smaller, so each step reads fewer bytes; the arithmetic "
@@ -1227,6 +1253,15 @@ def test_a_question_states_no_belief_but_the_same_words_as_a_claim_do(bank, patt
     )
     stated = "Replicas scale to zero, so an idle GPU costs you nothing."
     assert "idle-gpu-is-free" not in flagged(grade(question=question, answer=asked))
+    assert "idle-gpu-is-free" in flagged(grade(question=question, answer=stated))
+
+
+def test_a_belief_quoted_to_open_a_sentence_is_reported_not_held(bank, patterns_only):
+    # Round 24's strong answer opened '"GPUs are random" isn't really it.'
+    question = bank.question("when-self-host")
+    quoted = '"An idle GPU costs you nothing" is what the autoscaler sales pitch says; it is not so.'
+    stated = "An idle GPU costs you nothing, as the autoscaler sales pitch says."
+    assert "idle-gpu-is-free" not in flagged(grade(question=question, answer=quoted))
     assert "idle-gpu-is-free" in flagged(grade(question=question, answer=stated))
 
 

@@ -198,62 +198,6 @@ def test_the_second_look_leaves_a_right_choice_rule_alone(bank):
     assert result.fraction >= 0.8
 
 
-# Round 17's misconception answer for tensor-vs-pipeline-serving (development data): the reader
-# reads its pipeline sentence as the belief at log-odds 3.4, under the second look's 4; the
-# answer makes none of the points the belief contradicts, so the tentative reading flags it.
-PIPELINE_TP_ANSWER = (
-    "Tensor parallelism splits every layer's weight matrices across the GPUs; each GPU "
-    "reads only its shard per step, so the time per token goes down. It needs an all-reduce "
-    "after attention and after the MLP in every layer, so you want NVLink and keep it "
-    "inside one node.\n\n"
-    "Pipeline parallelism splits the 80 layers into stages, e.g. 40 and 40, and only sends "
-    "the activations between them, which is small, so it runs fine across nodes over "
-    "InfiniBand. It cuts latency about as well as TP: with two stages each GPU only does "
-    "half the layers for each token, so the per-token compute and weight reads are halved, "
-    "and since the stages work at the same time you get close to a 2x faster token. The "
-    "nice thing is you get that speedup without the heavy all-reduce traffic.\n\n"
-)
-PIPELINE_LAYOUT = (
-    "So the typical layout is TP within a node and PP across nodes, and both leave more memory "
-    "for KV cache."
-)
-NO_FASTER_TOKEN = (
-    "Pipeline parallelism adds no speed to a single token, though: each token passes through the "
-    "stages one after another. "
-)
-
-
-def test_a_belief_read_less_surely_is_flagged_where_the_answer_does_not_contradict_it(bank):
-    result = grade(
-        question=bank.question("tensor-vs-pipeline-serving"),
-        answer=PIPELINE_TP_ANSWER + PIPELINE_LAYOUT,
-    )
-    assert [m.id for m in result.misconceptions] == ["pp-cuts-latency"]
-    assert result.misconceptions[0].evidence.startswith("It cuts latency about as well as TP")
-    assert result.fraction <= 0.5
-
-
-def test_without_the_tentative_reading_that_answer_passes_above_half(bank, monkeypatch):
-    monkeypatch.setattr(semantic, "SECOND_LOOK_UNCONTRADICTED_FROM", None)
-    result = grade(
-        question=bank.question("tensor-vs-pipeline-serving"),
-        answer=PIPELINE_TP_ANSWER + PIPELINE_LAYOUT,
-    )
-    assert result.misconceptions == ()
-    assert result.fraction > 0.5
-
-
-def test_an_answer_that_makes_the_point_the_belief_denies_is_not_flagged_by_the_tentative_reading(
-    bank,
-):
-    result = grade(
-        question=bank.question("tensor-vs-pipeline-serving"),
-        answer=PIPELINE_TP_ANSWER + NO_FASTER_TOKEN + PIPELINE_LAYOUT,
-    )
-    assert result.misconceptions == ()
-    assert "pp-latency" in {c.id for c in result.criteria if c.met}
-
-
 # A known error of the belief reader (found by tests/questions/test_challenges.py in session 11,
 # after round 12's first run): the sentence says a long prompt DOES slow the first token, and the
 # reader reads it as the belief that it does not ("... does not delay the first token, it only
