@@ -157,6 +157,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout19", "1st", "run", "heldout19", "now", "heldout20", "1st", "run", "heldout20", "now",
         "heldout21", "1st", "run", "heldout21", "now", "heldout22", "1st", "run", "heldout22", "now",
         "heldout23", "1st", "run", "heldout23", "now", "heldout24", "1st", "run", "heldout24", "now",
+        "heldout25", "1st", "run", "heldout25", "now",
     ]
     rows = {line[:36].strip(): line[36:].split() for line in lines if line[:36].strip()}
     columns = [
@@ -167,7 +168,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout14 1st", "heldout14 now", "heldout15 1st", "heldout15 now", "heldout16 1st", "heldout16 now",
         "heldout17 1st", "heldout17 now", "heldout18 1st", "heldout18 now", "heldout19 1st", "heldout19 now",
         "heldout20 1st", "heldout20 now", "heldout21 1st", "heldout21 now", "heldout22 1st", "heldout22 now",
-        "heldout23 1st", "heldout23 now", "heldout24 1st", "heldout24 now",
+        "heldout23 1st", "heldout23 now", "heldout24 1st", "heldout24 now", "heldout25 1st", "heldout25 now",
     ]
     misconception = rows["misconception (flagged and <= 50%)"]
     agreement = rows["criterion agreement"]
@@ -223,6 +224,9 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         # Round 24 (session 23, sealed until the same session's beliefs in round 23's words, the
         # rule that a question states no belief and the pipeline belief of long prefills).
         "heldout24": (["51/58", "88%"], "91%", "0.81", ["317/348", "91%"]),
+        # Round 25 (session 23, sealed until the same session's beliefs in round 24's words, the
+        # tentative second look removed and the rule that a quoted opening states no belief).
+        "heldout25": (["44/58", "76%"], "91%", "0.81", ["312/348", "90%"]),
     }
     for name, (flagged, agreed, kappa_, right) in first_runs.items():
         at = columns.index(f"{name} 1st")
@@ -258,6 +262,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "first run 2026-12-05 02:39 UTC at 4ce842127ad5" in text
     assert "first run 2026-12-05 05:11 UTC at 83a3ea4bd6a7" in text
     assert "first run 2026-12-05 05:48 UTC at 404dc588d022" in text
+    assert "first run 2026-12-05 06:06 UTC at 57a75fd3c04a" in text
     # Rounds 15-17 were tuned on in session 17: the second look's threshold was chosen on rounds
     # 7-15, a rubric fix with round 16's answers and the denial rule with round 17's.
     assert "heldout15: development;" in text and "heldout16: development;" in text
@@ -268,7 +273,8 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "heldout20: development;" in text
     assert "heldout21: development;" in text and "heldout22: development;" in text
     assert "heldout23: development;" in text and "heldout24: development;" in text
-    assert text.count(": held-out;") == 0
+    assert "heldout25: held-out;" in text
+    assert text.count(": held-out;") == 1
     # Round 14 was tuned on in session 15 (the criterion stage refitted on rounds 7-14).
     assert "heldout14: development;" in text
     # Rounds 12 and 13 were tuned on in session 13 (the criterion reader's stage was fitted on them).
@@ -288,7 +294,8 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "heldout22: sealed" not in text
     assert "heldout23: sealed" not in text
     assert "heldout24: sealed" not in text
-    assert "heldout25: sealed (written blind, not graded yet" in text
+    assert "heldout25: sealed" not in text
+    assert "heldout26: sealed (written blind, not graded yet" in text
 
 
 LABELLED = """question = "inference-bottleneck"
