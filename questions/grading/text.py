@@ -179,10 +179,10 @@ _EXPLAINING = frozenset(_EXPLAINING_WORDS.split())
 _RELATION_MARK = re.compile(r"=|->|=>|\u2192")
 
 
-def _asks(text: str) -> bool:
+def _asks_or_quotes(text: str) -> bool:
     """Whether a sentence asks or reports rather than claims: a question ("First: 12,000 tokens
     per second of what?" does not claim that each user sees 12,000), or one that opens by
-    quoting someone's words ("\"GPUs are random\" isn't really it.")."""
+    quoting someone's words, as a strong answer opened: "GPUs are random" isn't really it."""
     return (
         text.rstrip().rstrip("\"'\u2019\u201d)").endswith("?")
         or text.lstrip().startswith(("\"", "\u201c"))
@@ -306,7 +306,7 @@ def analyse(
         analyses.append(
             SentenceAnalysis(
                 sentence=sentence, occurrences=occurrences,
-                distanced=bool(_DISTANCING.search(sentence.text)) or _asks(sentence.text),
+                distanced=bool(_DISTANCING.search(sentence.text)) or _asks_or_quotes(sentence.text),
                 claims=_RELATION_MARK.search(sentence.text) is not None
                 or any(w.lower() in _EXPLAINING for w in _TOKEN.findall(sentence.text)),
             ),
