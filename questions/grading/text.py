@@ -138,6 +138,17 @@ _DISTANCING = re.compile(
     re.IGNORECASE,
 )
 
+
+def _asks_or_quotes(text: str) -> bool:
+    """Whether a sentence asks or reports rather than claims: a question ("First: 12,000 tokens
+    per second of what?" does not claim that each user sees 12,000), or one that opens by
+    quoting someone's words, as a strong answer opened: "GPUs are random" isn't really it."""
+    return (
+        text.rstrip().rstrip("\"'\u2019\u201d)").endswith("?")
+        or text.lstrip().startswith(("\"", "\u201c"))
+    )
+
+
 # Words that carry a clause: verbs, auxiliaries, connectives and pronouns. A sentence without
 # any of them is a list of terms, whatever punctuation it uses.
 _EXPLAINING_WORDS = """
@@ -177,18 +188,6 @@ _EXPLAINING_WORDS = """
 _EXPLAINING = frozenset(_EXPLAINING_WORDS.split())
 # Note-taking marks that state a relation as a verb would: "prefill = compute-bound".
 _RELATION_MARK = re.compile(r"=|->|=>|\u2192")
-
-
-def _asks_or_quotes(text: str) -> bool:
-    """Whether a sentence asks or reports rather than claims: a question ("First: 12,000 tokens
-    per second of what?" does not claim that each user sees 12,000), or one that opens by
-    quoting someone's words, as a strong answer opened: "GPUs are random" isn't really it."""
-    return (
-        text.rstrip().rstrip("\"'\u2019\u201d)").endswith("?")
-        or text.lstrip().startswith(("\"", "\u201c"))
-    )
-
-
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z'\u2019]*")
 
 
