@@ -1232,6 +1232,121 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "Quantization makes the weights smaller, so each step reads fewer bytes; the arithmetic "
             "still runs in 16-bit.",
         ),
+        # Round 25 (after its first run).
+        (
+            "dp-attention-wide-ep", "wide-ep-for-capacity",
+            "On the expert side, wide EP is about fitting the model: 671B parameters are too "
+            "much for one node.",
+            "Wide EP is about tokens per expert: with one expert per GPU each expert sees a "
+            "big batch from the whole cluster.",
+        ),
+        (
+            "fp8-e4m3-vs-e5m2", "fp8-needs-no-scale",
+            "Nothing else really has to accompany the tensor, so you can cast BF16 weights "
+            "straight to FP8 and run.",
+            "A per-tensor scale has to accompany every FP8 tensor, because E4M3 tops out at "
+            "448.",
+        ),
+        (
+            "fp8-vs-int4", "fp8-runs-anywhere",
+            "FP8 is just a storage and compute format, so it works on whatever GPUs you have, "
+            "A100s included.",
+            "FP8 compute needs Hopper or Ada tensor cores; an A100 has no FP8 math, so there "
+            "it only saves memory.",
+        ),
+        (
+            "hidden-costs-self-hosting", "instant-scaling",
+            "With an autoscaler you spin replicas up the moment requests come in and down to "
+            "zero when traffic stops.",
+            "An autoscaler adds replicas when traffic rises, but each new replica takes "
+            "minutes to load its weights, so one stays warm.",
+        ),
+        (
+            "long-context-cost", "prefill-grows-linearly",
+            "Prefill cost is proportional to the number of tokens, so a 128k prompt is simply "
+            "32x a 4k prompt.",
+            "A 128k prompt costs more than 32x a 4k prompt, because attention grows "
+            "quadratically with the prompt.",
+        ),
+        (
+            "outliers-awq-gptq-smoothquant", "smoothquant-smooths-weights",
+            "Weight matrices have outlier values that blow up the INT8 range, so it smooths "
+            "the weights.",
+            "Activations have outlier channels that blow up the INT8 range, so it moves that "
+            "difficulty into the weights.",
+        ),
+        (
+            "reading-a-benchmark", "aggregate-is-per-user",
+            "12,000 tokens per second is a spectacular user experience: a 500-token answer "
+            "would stream in about 40 ms.",
+            "12,000 tokens per second is the total over all users; each one may see only 30 "
+            "tokens per second.",
+        ),
+        (
+            "right-size-gpu", "kv-negligible",
+            "The KV cache for 20 chat users is a rounding error next to the weights.",
+            "The KV cache for 20 chat users at 8k tokens is about 20 GiB, more than the 16 GB "
+            "of weights.",
+        ),
+        (
+            "rotation-quantization", "rotation-gathers-outliers",
+            "The rotation is a way of isolating the outliers, which you then keep in FP16.",
+            "The rotation spreads each outlier's energy across all the channels, so no "
+            "channel stands out.",
+        ),
+        (
+            "self-host-or-api", "idle-gpu-is-free",
+            "You scale replicas to zero when there is no traffic, so you effectively pay per "
+            "use.",
+            "Replicas scaled to zero take minutes to come back, so for steady service you pay "
+            "for a warm GPU all day.",
+        ),
+        (
+            "speculative-decoding-how", "draft-quality",
+            "The small model drafts and the large model checks, so what you get is a blend "
+            "that sits between the small and the large model.",
+            "The small model drafts and the large model checks, so the output follows the "
+            "large model's distribution exactly.",
+        ),
+        (
+            "tensor-vs-pipeline-serving", "pp-cuts-latency",
+            "With PP on two GPUs each GPU runs half the layers, so a token's forward pass "
+            "takes half the time.",
+            "With PP on two GPUs a token still passes through both halves in turn, so one "
+            "request gets no faster.",
+        ),
+        (
+            "moe-memory-vs-active", "moe-needs-only-active-memory",
+            "Active parameters set the memory, total parameters set the speed.",
+            "Total parameters set the memory, active parameters set the speed.",
+        ),
+        (
+            "weight-only-quant-speedup", "weight-quant-shrinks-kv",
+            "Weight-only quantization speeds up generation mainly by shrinking the KV cache: "
+            "it is a quarter of the size.",
+            "Weight-only quantization speeds up decode by shrinking the weights each step "
+            "reads; the KV cache stays in BF16.",
+        ),
+        (
+            "when-self-host", "idle-gpu-is-free",
+            "A GPU's cost scales with the number of tokens it processes, so low traffic means "
+            "a low bill.",
+            "A rented GPU costs the same per hour with many tokens or none, so low traffic "
+            "means a high cost per token.",
+        ),
+        # Two beliefs rounds 3-25 wrote as their fluent wrong answer again and again.
+        (
+            "kv-cache-runs-out", "drops-oldest-tokens",
+            "When the cache fills, vLLM switches to a sliding window and evicts the oldest tokens "
+            "of each running sequence.",
+            "When the cache fills, vLLM preempts the newest running request and frees its blocks.",
+        ),
+        (
+            "8b-16-users-24gb", "bf16-one-byte",
+            "BF16 stores one byte per parameter, so the weights are about 8 GB.",
+            "BF16 takes two bytes per parameter, so the weights are 16 GB; FP8 at one byte per "
+            "parameter would be 8 GB.",
+        ),
     ],
 )
 def test_misconceptions_in_the_writers_words_are_flagged(
@@ -1283,6 +1398,45 @@ def test_pipeline_micro_batches_of_one_prompt_are_a_belief_context_parallelism_i
         "parallelism splits the sequence across GPUs and passes key and value blocks around a ring."
     )
     assert "pipeline-splits-prompt" not in flagged(grade(question=question, answer=right))
+
+
+def test_a_sliding_window_fallback_is_a_belief_and_earns_no_preemption_point(bank, patterns_only):
+    # The fluent wrong answer of nineteen rounds (3-25): "evicts" earned the preemption point and
+    # the answer up to 43%.
+    question = bank.question("kv-cache-runs-out")
+    belief = (
+        "When the cache fills, vLLM switches to a sliding-window mode: it evicts the oldest tokens of "
+        "each running sequence, so generation continues with a truncated context. Latency does not "
+        "change; it only shows up as lower quality on long chats."
+    )
+    result = grade(question=question, answer=belief)
+    assert "drops-oldest-tokens" in flagged(result)
+    assert not next(c for c in result.criteria if c.id == "preemption").met
+    assert result.fraction <= 0.35
+    right = (
+        "The scheduler preempts the newest running request: it evicts it, frees its blocks and later "
+        "recomputes it from the prompt and the tokens it had generated, so no sequence loses context."
+    )
+    result = grade(question=question, answer=right)
+    assert "drops-oldest-tokens" not in flagged(result)
+    assert next(c for c in result.criteria if c.id == "preemption").met
+
+
+def test_bf16_at_one_byte_is_a_belief_and_one_byte_in_fp8_is_a_fix(bank, patterns_only):
+    # Thirteen rounds' wrong answers sized the weights at 8 GB "since BF16 stores each parameter in
+    # one byte", and the 8 GB earned the weights point.
+    question = bank.question("8b-16-users-24gb")
+    belief = "An 8B model in BF16 is 8 GB, since bfloat16 stores each parameter in one byte."
+    result = grade(question=question, answer=belief)
+    assert "bf16-one-byte" in flagged(result)
+    assert not next(c for c in result.criteria if c.id == "weights-16gb").met
+    fix = (
+        "In BF16 the weights are 8B x 2 bytes = 16 GB. Quantized to FP8, one byte per parameter, "
+        "they are about 8 GB, which leaves room for an FP8 KV cache."
+    )
+    result = grade(question=question, answer=fix)
+    assert "bf16-one-byte" not in flagged(result)
+    assert next(c for c in result.criteria if c.id == "weights-16gb").met
 
 # Blind rounds 7-17: plain-words answers (no field jargon) that earned under 50% because the
 # patterns knew only the field's names for a point. Each sentence earns its point by the patterns
