@@ -157,7 +157,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout19", "1st", "run", "heldout19", "now", "heldout20", "1st", "run", "heldout20", "now",
         "heldout21", "1st", "run", "heldout21", "now", "heldout22", "1st", "run", "heldout22", "now",
         "heldout23", "1st", "run", "heldout23", "now", "heldout24", "1st", "run", "heldout24", "now",
-        "heldout25", "1st", "run", "heldout25", "now",
+        "heldout25", "1st", "run", "heldout25", "now", "heldout26", "1st", "run", "heldout26", "now",
     ]
     rows = {line[:36].strip(): line[36:].split() for line in lines if line[:36].strip()}
     columns = [
@@ -169,6 +169,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout17 1st", "heldout17 now", "heldout18 1st", "heldout18 now", "heldout19 1st", "heldout19 now",
         "heldout20 1st", "heldout20 now", "heldout21 1st", "heldout21 now", "heldout22 1st", "heldout22 now",
         "heldout23 1st", "heldout23 now", "heldout24 1st", "heldout24 now", "heldout25 1st", "heldout25 now",
+        "heldout26 1st", "heldout26 now",
     ]
     misconception = rows["misconception (flagged and <= 50%)"]
     agreement = rows["criterion agreement"]
@@ -227,6 +228,9 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         # Round 25 (session 23, sealed until the same session's beliefs in round 24's words, the
         # tentative second look removed and the rule that a quoted opening states no belief).
         "heldout25": (["44/58", "76%"], "91%", "0.81", ["312/348", "90%"]),
+        # Round 26 (session 23, sealed until session 24's beliefs in round 25's words and the two
+        # beliefs of rounds 3-25's wrong answers; two of its sentences were seen before: round.json).
+        "heldout26": (["47/58", "81%"], "93%", "0.85", ["322/348", "93%"]),
     }
     for name, (flagged, agreed, kappa_, right) in first_runs.items():
         at = columns.index(f"{name} 1st")
@@ -263,17 +267,20 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "first run 2026-12-05 05:11 UTC at 83a3ea4bd6a7" in text
     assert "first run 2026-12-05 05:48 UTC at 404dc588d022" in text
     assert "first run 2026-12-05 06:06 UTC at 57a75fd3c04a" in text
+    assert "first run 2026-12-05 08:22 UTC at 7b9747793341" in text
     # Rounds 15-17 were tuned on in session 17: the second look's threshold was chosen on rounds
     # 7-15, a rubric fix with round 16's answers and the denial rule with round 17's.
     assert "heldout15: development;" in text and "heldout16: development;" in text
     assert "heldout17: development;" in text
     # Rounds 18-20 were read and tuned on in session 22 (their missed misconceptions), rounds 21-24
-    # in session 23 (rounds 23 and 24 after their first runs, in the same session).
+    # in session 23 (rounds 23 and 24 after their first runs, in the same session), round 25 in
+    # session 24.
     assert "heldout18: development;" in text and "heldout19: development;" in text
     assert "heldout20: development;" in text
     assert "heldout21: development;" in text and "heldout22: development;" in text
     assert "heldout23: development;" in text and "heldout24: development;" in text
-    assert "heldout25: held-out;" in text
+    assert "heldout25: development;" in text
+    assert "heldout26: held-out;" in text
     assert text.count(": held-out;") == 1
     # Round 14 was tuned on in session 15 (the criterion stage refitted on rounds 7-14).
     assert "heldout14: development;" in text
@@ -295,7 +302,8 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "heldout23: sealed" not in text
     assert "heldout24: sealed" not in text
     assert "heldout25: sealed" not in text
-    assert "heldout26: sealed (written blind, not graded yet" in text
+    assert "heldout26: sealed" not in text
+    assert "heldout27: sealed (written blind, not graded yet" in text
 
 
 LABELLED = """question = "inference-bottleneck"
