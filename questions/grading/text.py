@@ -123,10 +123,11 @@ _DISTANCING = re.compile(
     # "less of a problem than people think" compares with a belief and states its own.
     r"|misleading|(?<!than\s)people\s+(?:often\s+|usually\s+|tend\s+to\s+|sometimes\s+)?(?:think|assume"
     r"|believe|say|expect)|tempting|you\s+might\s+(?:think|expect|assume)|one\s+might"
-    r"|contrary\s+to|otherwise|if\s+(?:you|we|it)\s+(?:didn't|did\s+not|had\s+no|don't)"
-    # "Without batching, decode would ..." supposes; "... four times faster, without the
-    # all-reduces" states (a supposition opens its sentence or clause).
-    r"|(?:^|(?<=[;:]\s)|(?<=[;:]))\s*without"
+    r"|contrary\s+to|if\s+(?:you|we|it)\s+(?:didn't|did\s+not|had\s+no|don't)"
+    # "Without batching, decode would ..." and "Otherwise, ..." suppose; "... four times faster,
+    # without the all-reduces" and "the KV memory it would otherwise need" state (a supposition
+    # opens its sentence or clause).
+    r"|(?:^|(?<=[;:]\s)|(?<=[;:]))\s*(?:without|otherwise)"
     # A naive view or a sentence that opens "Naively" supposes; "naive attention" or "the naive
     # 16 GiB" names a method or an estimate, and the sentence states its own claim.
     r"|naively|naive\s+(?:view|reading|answer|belief|assumption|guess|take|idea|expectation"

@@ -1334,6 +1334,83 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "A rented GPU costs the same per hour with many tokens or none, so low traffic "
             "means a high cost per token.",
         ),
+        # Round 26 (after its first run).
+        (
+            "chunked-prefill-trade-off", "chunking-saves-kv",
+            "The point is memory: only one chunk is resident at a time, so a 32k prompt takes "
+            "a fraction of the KV memory.",
+            "The point is latency: every chunk's keys and values stay in the cache, since "
+            "later chunks attend to them.",
+        ),
+        (
+            "client-bottleneck", "client-never-bottleneck",
+            "The client is almost never the issue; a load generator just fires off HTTP "
+            "requests and waits.",
+            "The client can be the issue: one Python process parsing thousands of streamed "
+            "chunks a second saturates a core.",
+        ),
+        (
+            "dp-attention-wide-ep", "wide-ep-for-capacity",
+            "For the experts, the reason to go wide is memory: 671B parameters are too many "
+            "for one node.",
+            "For the experts, the reason to go wide is tokens per expert: each expert then "
+            "sees a large batch.",
+        ),
+        (
+            "expert-parallel-all-to-all", "ep-is-replicas",
+            "Expert parallelism means every GPU holds a full replica of the MoE model, all "
+            "experts included.",
+            "Expert parallelism means each GPU holds a few of the experts, and each token "
+            "travels to the GPU holding its expert.",
+        ),
+        (
+            "flashattention-same-flops", "fewer-flops",
+            "Because FlashAttention works block by block it can skip blocks whose scores "
+            "would be negligible after softmax.",
+            "Because FlashAttention works block by block it never writes the score matrix to "
+            "HBM, yet it computes every score.",
+        ),
+        (
+            "fp8-e4m3-vs-e5m2", "fp8-needs-no-scale",
+            "FP8 is a floating-point format, so you do not need calibration or scale factors "
+            "the way you do for integer quantization.",
+            "FP8 is a floating-point format, but you still need a scale per tensor or per "
+            "block, as with integer quantization.",
+        ),
+        (
+            "long-context-prefill-parallel", "pipeline-splits-prompt",
+            "Add pipeline parallelism: split the 1M-token prompt into micro-batches and feed "
+            "them through the stages.",
+            "Add context parallelism: split the 1M-token prompt across the GPUs by sequence "
+            "and pass the key and value blocks around a ring.",
+        ),
+        (
+            "tensor-vs-pipeline-serving", "layout-swapped",
+            "For 70B across two nodes of 4 GPUs I'd run PP=4 inside each node and TP=2 across "
+            "the nodes.",
+            "For 70B across two nodes of 4 GPUs I'd run TP=4 inside each node and PP=2 across "
+            "the nodes.",
+        ),
+        (
+            "weight-only-vs-w8a8-kernels", "cpu-dequantizes-to-float",
+            "On the CPU, llama.cpp does the classic thing: it dequantizes each 4-bit block "
+            "back to FP32 using the block scale.",
+            "On the CPU, llama.cpp quantizes the activations to 8 bits and runs integer dot "
+            "products on the 4-bit blocks.",
+        ),
+        (
+            "constrained-decoding-json", "retry-until-valid",
+            "The server validates the output against the schema, and if it fails to parse, "
+            "the request is automatically re-run.",
+            "The server masks every token the schema does not allow at each step, so the "
+            "output always parses.",
+        ),
+        (
+            "inference-bottleneck", "compute-is-the-limit",
+            "How fast you generate comes down to how many FLOP/s the tensor cores deliver.",
+            "How fast you generate at batch 1 comes down to how many bytes per second the "
+            "memory delivers.",
+        ),
         # Two beliefs rounds 3-25 wrote as their fluent wrong answer again and again.
         (
             "kv-cache-runs-out", "drops-oldest-tokens",
@@ -1398,6 +1475,25 @@ def test_pipeline_micro_batches_of_one_prompt_are_a_belief_context_parallelism_i
         "parallelism splits the sequence across GPUs and passes key and value blocks around a ring."
     )
     assert "pipeline-splits-prompt" not in flagged(grade(question=question, answer=right))
+
+
+def test_otherwise_inside_a_clause_keeps_the_claim_and_opening_a_sentence_supposes(
+    bank, patterns_only,
+):
+    # Round 26's misconception answer: "... you never need to hold the KV cache for the entire
+    # prompt, so a 32k prompt takes a fraction of the KV memory it would otherwise need" states the
+    # belief; the "otherwise" compares, it does not suppose.
+    question = bank.question("chunked-prefill-trade-off")
+    stated = (
+        "Chunking saves memory: the engine only needs to hold that chunk's KV cache, a fraction of "
+        "what it would otherwise need."
+    )
+    supposed = (
+        "Every chunk's keys and values stay in the cache. Otherwise, the engine would only need to "
+        "hold that chunk's KV cache."
+    )
+    assert "chunking-saves-kv" in flagged(grade(question=question, answer=stated))
+    assert "chunking-saves-kv" not in flagged(grade(question=question, answer=supposed))
 
 
 def test_a_sliding_window_fallback_is_a_belief_and_earns_no_preemption_point(bank, patterns_only):

@@ -315,6 +315,41 @@ def test_polarity_is_read_in_the_clauses_about_the_reference(sentence, opposes):
             "evaluate it.",
             "free-lunch",
         ),
+        # The right mechanism, which the readers took for two beliefs that it never states
+        # (round 26's strong answer opened with it): `requires` asks the belief to be named.
+        (
+            "speculative-when-it-hurts",
+            "Speculation works by spending spare compute to cut the number of sequential decode "
+            "steps.",
+            "always-faster",
+        ),
+        (
+            "speculative-when-it-hurts",
+            "Speculation works by spending spare compute to cut the number of sequential decode "
+            "steps.",
+            "speeds-prefill",
+        ),
+        # The opposite of the belief, which the readers took for it once "otherwise" no longer
+        # made the sentence a supposition (round 11's misconception answer).
+        (
+            "batching-almost-free",
+            "Batching is almost free because the GPU reads the weights once per step for the whole "
+            "batch, and since decode is memory-bound the compute units would otherwise sit underused.",
+            "weights-per-sequence",
+        ),
+        # True of Blackwell (round 26's misconception answer, about another belief).
+        (
+            "weight-only-vs-w8a8-kernels",
+            "The B200 has native FP4 tensor cores and runs MXFP4 as W4A4.",
+            "fp4-everywhere",
+        ),
+        # The weights sized right in BF16 (round 21's partial answer), close in words to the belief
+        # that BF16 takes one byte.
+        (
+            "8b-16-users-24gb",
+            "I don't think so. The weights are 8B x 2 bytes so about 16 GB in BF16.",
+            "bf16-one-byte",
+        ),
     ],
 )
 def test_correct_statements_are_not_flagged(bank, slug, answer, not_flagged):
