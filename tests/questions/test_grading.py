@@ -1457,24 +1457,53 @@ def test_a_belief_quoted_to_open_a_sentence_is_reported_not_held(bank, patterns_
     assert "idle-gpu-is-free" in flagged(grade(question=question, answer=stated))
 
 
-def test_pipeline_micro_batches_of_one_prompt_are_a_belief_context_parallelism_is_not(
-    bank, patterns_only,
+# The fluent wrong answers blind writers kept giving, made beliefs of their questions: each is
+# flagged, earns nothing for the point it contradicts and holds the answer to a wrong answer's
+# score; the right account of the same mechanism is not flagged and earns that point.
+@pytest.mark.parametrize(
+    ("slug", "misconception", "criterion", "belief", "right"),
+    [
+        (
+            # Rounds 21, 22 and 23 alike (40-80% before the belief existed).
+            "long-context-prefill-parallel", "pipeline-splits-prompt", "context-parallel",
+            "Add pipeline parallelism with micro-batching: cut the 1M-token prompt into 64 "
+            "micro-batches and push them through the stages, each micro-batch attending only to its "
+            "own tokens, so prefill time drops with the number of stages.",
+            "Pipeline parallelism with micro-batches does not shorten one prompt's prefill; context "
+            "parallelism splits the sequence across GPUs and passes key and value blocks around a "
+            "ring.",
+        ),
+        (
+            # Nineteen rounds (3-25): "evicts" earned the preemption point and the answer up to 43%.
+            "kv-cache-runs-out", "drops-oldest-tokens", "preemption",
+            "When the cache fills, vLLM switches to a sliding-window mode: it evicts the oldest tokens "
+            "of each running sequence, so generation continues with a truncated context. Latency does "
+            "not change; it only shows up as lower quality on long chats.",
+            "The scheduler preempts the newest running request: it evicts it, frees its blocks and "
+            "later recomputes it from the prompt and the tokens it had generated, so no sequence "
+            "loses context.",
+        ),
+        (
+            # Thirteen rounds sized the weights at 8 GB "since BF16 stores each parameter in one
+            # byte", and the 8 GB earned the weights point; one byte in FP8 is a fix.
+            "8b-16-users-24gb", "bf16-one-byte", "weights-16gb",
+            "An 8B model in BF16 is 8 GB, since bfloat16 stores each parameter in one byte.",
+            "In BF16 the weights are 8B x 2 bytes = 16 GB. Quantized to FP8, one byte per parameter, "
+            "they are about 8 GB, which leaves room for an FP8 KV cache.",
+        ),
+    ],
+)
+def test_a_recurring_wrong_account_is_a_belief_and_the_right_one_earns_its_point(
+    bank, patterns_only, slug, misconception, criterion, belief, right,
 ):
-    # The fluent wrong answer of rounds 21, 22 and 23 alike (40-80% before the belief existed).
-    question = bank.question("long-context-prefill-parallel")
-    belief = (
-        "Add pipeline parallelism with micro-batching: cut the 1M-token prompt into 64 "
-        "micro-batches and push them through the stages, each micro-batch attending only to its "
-        "own tokens, so prefill time drops with the number of stages."
-    )
-    result = grade(question=question, answer=belief)
-    assert "pipeline-splits-prompt" in flagged(result)
-    assert result.fraction == 0
-    right = (
-        "Pipeline parallelism with micro-batches does not shorten one prompt's prefill; context "
-        "parallelism splits the sequence across GPUs and passes key and value blocks around a ring."
-    )
-    assert "pipeline-splits-prompt" not in flagged(grade(question=question, answer=right))
+    question = bank.question(slug)
+    wrong = grade(question=question, answer=belief)
+    assert misconception in flagged(wrong)
+    assert not wrong.criterion(criterion).met
+    assert wrong.fraction <= 0.35
+    told = grade(question=question, answer=right)
+    assert misconception not in flagged(told)
+    assert told.criterion(criterion).met
 
 
 def test_otherwise_inside_a_clause_keeps_the_claim_and_opening_a_sentence_supposes(
@@ -1495,44 +1524,6 @@ def test_otherwise_inside_a_clause_keeps_the_claim_and_opening_a_sentence_suppos
     assert "chunking-saves-kv" in flagged(grade(question=question, answer=stated))
     assert "chunking-saves-kv" not in flagged(grade(question=question, answer=supposed))
 
-
-def test_a_sliding_window_fallback_is_a_belief_and_earns_no_preemption_point(bank, patterns_only):
-    # The fluent wrong answer of nineteen rounds (3-25): "evicts" earned the preemption point and
-    # the answer up to 43%.
-    question = bank.question("kv-cache-runs-out")
-    belief = (
-        "When the cache fills, vLLM switches to a sliding-window mode: it evicts the oldest tokens of "
-        "each running sequence, so generation continues with a truncated context. Latency does not "
-        "change; it only shows up as lower quality on long chats."
-    )
-    result = grade(question=question, answer=belief)
-    assert "drops-oldest-tokens" in flagged(result)
-    assert not next(c for c in result.criteria if c.id == "preemption").met
-    assert result.fraction <= 0.35
-    right = (
-        "The scheduler preempts the newest running request: it evicts it, frees its blocks and later "
-        "recomputes it from the prompt and the tokens it had generated, so no sequence loses context."
-    )
-    result = grade(question=question, answer=right)
-    assert "drops-oldest-tokens" not in flagged(result)
-    assert next(c for c in result.criteria if c.id == "preemption").met
-
-
-def test_bf16_at_one_byte_is_a_belief_and_one_byte_in_fp8_is_a_fix(bank, patterns_only):
-    # Thirteen rounds' wrong answers sized the weights at 8 GB "since BF16 stores each parameter in
-    # one byte", and the 8 GB earned the weights point.
-    question = bank.question("8b-16-users-24gb")
-    belief = "An 8B model in BF16 is 8 GB, since bfloat16 stores each parameter in one byte."
-    result = grade(question=question, answer=belief)
-    assert "bf16-one-byte" in flagged(result)
-    assert not next(c for c in result.criteria if c.id == "weights-16gb").met
-    fix = (
-        "In BF16 the weights are 8B x 2 bytes = 16 GB. Quantized to FP8, one byte per parameter, "
-        "they are about 8 GB, which leaves room for an FP8 KV cache."
-    )
-    result = grade(question=question, answer=fix)
-    assert "bf16-one-byte" not in flagged(result)
-    assert next(c for c in result.criteria if c.id == "weights-16gb").met
 
 # Blind rounds 7-17: plain-words answers (no field jargon) that earned under 50% because the
 # patterns knew only the field's names for a point. Each sentence earns its point by the patterns
