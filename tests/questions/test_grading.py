@@ -1411,6 +1411,69 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "How fast you generate at batch 1 comes down to how many bytes per second the "
             "memory delivers.",
         ),
+        # Round 27 (after its first run).
+        (
+            "client-bottleneck", "client-never-bottleneck",
+            "The client just sends HTTP requests; that is trivial work compared to running a "
+            "transformer.",
+            "The client parses every streamed chunk in Python, which is real work at "
+            "thousands of chunks a second.",
+        ),
+        (
+            "draft-model-vs-medusa-eagle", "heads-need-no-training",
+            "Medusa heads just read the hidden state, so you can drop a published head onto "
+            "whatever model you serve.",
+            "Medusa heads read the hidden state, so each head has to be trained for the model "
+            "you serve.",
+        ),
+        (
+            "fp8-e4m3-vs-e5m2", "fp8-needs-no-scale",
+            "FP8 carries its own exponent, so you don't need the scale factors and "
+            "calibration that integer quantization requires.",
+            "FP8 carries its own exponent, but it still needs a scale per tensor or block, as "
+            "integer quantization does.",
+        ),
+        (
+            "many-lora-adapters", "average-adapters",
+            "Each LoRA is a low-rank delta on the same base, so you can average the 500 "
+            "deltas and fold the result in once.",
+            "Each LoRA is a low-rank delta on the same base, so you keep one base and apply "
+            "each delta to its own requests.",
+        ),
+        (
+            "outliers-awq-gptq-smoothquant", "gptq-is-training",
+            "GPTQ is essentially a short quantization-aware fine-tune on calibration data.",
+            "GPTQ rounds one column at a time and corrects the rest using second-order "
+            "statistics from calibration data.",
+        ),
+        (
+            "p99-from-twenty-requests", "mean-instead",
+            "A better number is the mean TTFT: averaging all 20 requests smooths out the "
+            "noise.",
+            "A better number is a median with a confidence interval, and a P99 needs a few "
+            "thousand requests.",
+        ),
+        (
+            "self-host-or-api", "idle-gpu-is-free",
+            "The node pool scales to zero, so when nobody is sending requests you're not "
+            "paying anything.",
+            "A node pool that scales to zero takes minutes to bring a replica back, so you "
+            "keep one warm and pay for it.",
+        ),
+        (
+            "when-self-host", "always-cheaper",
+            "With no provider margin, per token you come out ahead regardless of how "
+            "much traffic you have.",
+            "With no provider margin you come out ahead only when traffic keeps the GPU "
+            "busy most of the day.",
+        ),
+        (
+            "long-context-cost", "long-context-cache-stays-small",
+            "RoPE scaling compresses positions, so the KV cache stays the same size as for "
+            "the 8k training context.",
+            "RoPE scaling changes positions, not sizes: the KV cache grows by 128 KiB with "
+            "every token of the 128k.",
+        ),
         # Two beliefs rounds 3-25 wrote as their fluent wrong answer again and again.
         (
             "kv-cache-runs-out", "drops-oldest-tokens",

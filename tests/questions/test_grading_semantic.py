@@ -337,6 +337,13 @@ def test_polarity_is_read_in_the_clauses_about_the_reference(sentence, opposes):
             "batch, and since decode is memory-bound the compute units would otherwise sit underused.",
             "weights-per-sequence",
         ),
+        # True of ordinary attention (round 27's strong answer); the belief is about MLA's latent.
+        (
+            "dp-attention-wide-ep",
+            "Tensor parallelism works by splitting heads across GPUs, which for normal MHA/GQA also "
+            "splits the KV cache.",
+            "tp-splits-cache",
+        ),
         # True of Blackwell (round 26's misconception answer, about another belief).
         (
             "weight-only-vs-w8a8-kernels",
