@@ -1554,6 +1554,14 @@ def test_a_belief_quoted_to_open_a_sentence_is_reported_not_held(bank, patterns_
             "In BF16 the weights are 8B x 2 bytes = 16 GB. Quantized to FP8, one byte per parameter, "
             "they are about 8 GB, which leaves room for an FP8 KV cache.",
         ),
+        (
+            # Rounds 5, 11, 16, 24 and 25: "share" earned the sharing point.
+            "gqa-mqa-kv-cache", "gqa-groups-requests", "sharing",
+            "GQA and MQA are ways of grouping queries from different requests so that they share a "
+            "KV cache, which cuts memory roughly by the batch size.",
+            "GQA shares each KV head across a group of query heads inside the model, and MQA uses a "
+            "single KV head, so every request's own cache is several times smaller.",
+        ),
     ],
 )
 def test_a_recurring_wrong_account_is_a_belief_and_the_right_one_earns_its_point(
