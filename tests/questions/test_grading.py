@@ -1562,6 +1562,14 @@ def test_a_belief_quoted_to_open_a_sentence_is_reported_not_held(bank, patterns_
             "GQA shares each KV head across a group of query heads inside the model, and MQA uses a "
             "single KV head, so every request's own cache is several times smaller.",
         ),
+        (
+            # Rounds 18, 22, 24 and 25: "weights" and "KV cache" earned the separate-model point.
+            "draft-model-vs-medusa-eagle", "draft-shares-target-memory", "separate-model-cost",
+            "A separate draft model is the cheapest option, since it shares the target's weights and "
+            "KV cache and so uses no extra memory.",
+            "A separate draft model shares only the tokenizer: it needs its own weights and its own KV "
+            "cache in GPU memory.",
+        ),
     ],
 )
 def test_a_recurring_wrong_account_is_a_belief_and_the_right_one_earns_its_point(
