@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 
 from questions.bank import FollowUp, Question
-from questions.grading.text import AnswerAnalysis, any_present, holds
+from questions.grading.text import AnswerAnalysis, admits_not_knowing, any_present, holds
 
 
 def _alternatives(match: Sequence[str]) -> list[list[str]]:
@@ -32,12 +32,18 @@ def _matching_sentences(
     """Sentence index -> the first alternative that holds there.
 
     Misconceptions are only looked for in sentences that make a claim and do not report or
-    suppose someone else's belief. An alternative cannot earn a criterion in a sentence where
+    suppose someone else's belief; criteria are not earned where the learner says they do not
+    know. An alternative cannot earn a criterion in a sentence where
     a misconception was found about one of the same concepts.
     """
     hits: dict[int, list[str]] = {}
     for index, sentence in enumerate(analysis.sentences):
         if misconception and (sentence.distanced or not sentence.claims):
+            continue
+        # A point is not made in a sentence where the learner says they do not know it
+        # ("SmoothQuant is the one that also quantizes activations, but I don't remember the
+        # details"): blind writers label such a point missed (rounds 4, 22, 28).
+        if not misconception and admits_not_knowing(sentence.sentence.text):
             continue
         if unless and any_present(analysis=analysis, index=index, concept_ids=unless):
             continue

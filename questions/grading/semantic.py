@@ -43,7 +43,13 @@ from questions.bank import Criterion, FollowUp, Misconception, Question
 from questions.grading import belief_reader
 from questions.grading.embedding import encoder, unit
 from questions.grading.matching import _matching_sentences, used_concepts
-from questions.grading.text import AnswerAnalysis, analyse, any_present, split_sentences
+from questions.grading.text import (
+    AnswerAnalysis,
+    admits_not_knowing,
+    analyse,
+    any_present,
+    split_sentences,
+)
 
 # Two sentences read together cover more ground by chance: their similarity counts this much
 # less when the closest unit to an item is chosen.
@@ -884,7 +890,16 @@ def semantic_evidence(
         not any(analysis.sentences[i].distanced for i in range(u.first, u.last + 1))
         for u in units
     ])
-    everywhere = np.ones(len(units), dtype=bool)
+    # A point is not made by meaning in a sentence where the learner says they do not know:
+    # "GPTQ is also weight-only, but I don't remember how it works" is close in words to GPTQ's
+    # mechanism and disclaims it (round 28). Patterns may still credit what such a sentence states.
+    known = np.array([
+        not any(
+            admits_not_knowing(analysis.sentences[i].sentence.text)
+            for i in range(u.first, u.last + 1)
+        )
+        for u in units
+    ], dtype=bool)
 
     def may_state(item: Misconception) -> np.ndarray:
         """The units that may state a belief: the learner's own claims, and among them, for a
@@ -930,7 +945,7 @@ def semantic_evidence(
         criterion_candidates.append(
             _candidate(
                 similarities=sims, agrees=agrees, references=refs, units=units,
-                allowed=everywhere,
+                allowed=known,
                 leads={"lead_misconceptions": wrong, "lead_other_criteria": other},
                 whole=whole_similarity(vectors_), pattern=pattern, analysis=analysis,
                 anchors=_anchors(item.match),

@@ -150,6 +150,24 @@ def _asks_or_quotes(text: str) -> bool:
     )
 
 
+# The learner says they do not know: "GPTQ is also weight-only, but I don't remember how it
+# works", "Coordinated omission I'm honestly not sure about". First person only: "since you
+# don't know the output length in advance" states a fact.
+_ADMITS_NOT_KNOWING = re.compile(
+    r"\bI(?:'m| am)(?: \w+)? not (?:sure|certain)\b"
+    r"|\bI (?:do not|don't|dont|can't|cannot|can not) (?:remember|recall|know)\b"
+    r"|\bI (?:forget|forgot)\b"
+    r"|^\W*not sure\b"
+    r"|\bI(?:'d| would) have to (?:look|read|check)\b",
+    re.IGNORECASE,
+)
+
+
+def admits_not_knowing(text: str) -> bool:
+    """Whether a sentence says the learner does not know or remember something."""
+    return bool(_ADMITS_NOT_KNOWING.search(text.replace("\u2019", "'")))
+
+
 # Words that carry a clause: verbs, auxiliaries, connectives and pronouns. A sentence without
 # any of them is a list of terms, whatever punctuation it uses.
 _EXPLAINING_WORDS = """

@@ -1474,6 +1474,62 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "RoPE scaling changes positions, not sizes: the KV cache grows by 128 KiB with "
             "every token of the 128k.",
         ),
+        # Round 28 (after its first run).
+        (
+            "decode-attention-intensity", "batching-helps-attention",
+            "Batching does help attention: the queries of all 64 sequences are stacked, so "
+            "attention's intensity grows with the batch just like the weight matmuls.",
+            "With the weight matmuls, one weight read serves every sequence in the batch, so "
+            "intensity rises with batch size.",
+        ),
+        (
+            "dp-attention-wide-ep", "wide-ep-for-capacity",
+            "The expert side is about memory: going to EP64 or wider is simply how you make "
+            "the model fit.",
+            "The expert side is about tokens: going to EP64 or wider gathers enough tokens per "
+            "expert for its matmul.",
+        ),
+        (
+            "fp8-e4m3-vs-e5m2", "fp8-needs-no-scale",
+            "Unlike INT8, FP8 needs no side information at all, so you cast a BF16 tensor "
+            "straight to E4M3.",
+            "Like INT8, FP8 needs a scale per tensor or block stored beside it before the cast "
+            "to E4M3.",
+        ),
+        (
+            "long-context-cost", "prefill-grows-linearly",
+            "Prefill compute is 2 x parameters x tokens, so at 128k its TTFT is 32 times longer.",
+            "The matmuls grow 32 times but attention grows about 1,024 times, so TTFT is well "
+            "over 32 times longer.",
+        ),
+        (
+            "prefix-cache-benchmark-unique-prompts", "server-returns-stored-answer",
+            "The remaining 499 requests get the stored completion back without the model "
+            "running at all.",
+            "The remaining 499 requests reuse the cached KV blocks of the prompt, and the "
+            "model still generates every output token.",
+        ),
+        (
+            "sliding-window-attention-sinks", "window-too-small",
+            "4,096 tokens is simply not enough history, so size the window to the model's "
+            "trained context.",
+            "The window holds enough history; what breaks is the loss of the first few tokens, "
+            "the attention sinks.",
+        ),
+        (
+            "ttft-tpot-itl-definitions", "itl-between-requests",
+            "ITL, inter-token latency, is the gap between consecutive requests arriving at "
+            "the server.",
+            "ITL, inter-token latency, is the gap between consecutive tokens arriving in one "
+            "stream.",
+        ),
+        (
+            "when-self-host", "idle-gpu-is-free",
+            "Scale the replicas to zero when traffic drops, so you only pay for GPU time you "
+            "actually use.",
+            "Scaling to zero takes minutes to bring a replica back, so you keep one warm and "
+            "pay for its idle hours.",
+        ),
         # Two beliefs rounds 3-25 wrote as their fluent wrong answer again and again.
         (
             "kv-cache-runs-out", "drops-oldest-tokens",
@@ -1583,6 +1639,35 @@ def test_a_recurring_wrong_account_is_a_belief_and_the_right_one_earns_its_point
     told = grade(question=question, answer=right)
     assert misconception not in flagged(told)
     assert told.criterion(criterion).met
+
+
+def test_a_point_is_not_earned_where_the_learner_says_they_do_not_know_it(bank):
+    """Blind writers label a point the learner disclaims as missed (rounds 4, 22 and 28): a
+    sentence that says "I don't remember how" is close in words to the point, not the point."""
+    question = bank.question("outliers-awq-gptq-smoothquant")
+    awq = (
+        "AWQ is weight-only: it finds the salient weight channels from activation magnitudes "
+        "on calibration data and scales them up before rounding. "
+    )
+    disclaimed = grade(
+        question=question,
+        answer=awq + "GPTQ is also weight-only, but I don't remember how it works internally. "
+        "SmoothQuant is the one that also quantizes activations, but I'm not sure how it does it.",
+    )
+    assert met(disclaimed) == {"awq"}
+    stated = grade(
+        question=question,
+        answer=awq + "SmoothQuant is the one that also quantizes activations, to INT8 like the "
+        "weights.",
+    )
+    assert met(stated) == {"awq", "smoothquant"}
+    # Not knowing in the second person is a fact, not an admission: the point is still made.
+    paged = grade(
+        question=bank.question("paged-attention-fragmentation"),
+        answer="Earlier engines gave each request one contiguous KV buffer sized for the "
+        "maximum sequence length, because you don't know how long the output will be.",
+    )
+    assert "old-scheme" in met(paged)
 
 
 def test_otherwise_inside_a_clause_keeps_the_claim_and_opening_a_sentence_supposes(

@@ -344,6 +344,22 @@ def test_polarity_is_read_in_the_clauses_about_the_reference(sentence, opposes):
             "splits the KV cache.",
             "tp-splits-cache",
         ),
+        # Round 28's strong and misconception answers: tensor parallelism would duplicate the
+        # latent (the belief's opposite), said in words the patterns did not yet know.
+        (
+            "dp-attention-wide-ep",
+            "Tensor parallelism splits attention by heads; with GQA that also splits the KV heads "
+            "and therefore the cache, but with MLA each GPU would need the same full latent, so the "
+            "cache gets duplicated across the TP group and most of the capacity is lost.",
+            "tp-splits-cache",
+        ),
+        (
+            "dp-attention-wide-ep",
+            "Attention is data-parallel because MLA's latent is shared by all the heads: tensor "
+            "parallelism would have to put the same latent on every GPU, so you would replicate "
+            "the cache instead of splitting it.",
+            "tp-splits-cache",
+        ),
         # True of Blackwell (round 26's misconception answer, about another belief).
         (
             "weight-only-vs-w8a8-kernels",
