@@ -1530,6 +1530,19 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "Scaling to zero takes minutes to bring a replica back, so you keep one warm and "
             "pay for its idle hours.",
         ),
+        # Round 28's fluent wrong answers.
+        (
+            "fp8-e4m3-vs-e5m2", "e-m-swapped",
+            "In E4M3 the 4 is the number of mantissa bits, so E4M3 is the wide-range format.",
+            "In E4M3 the 4 is the number of exponent bits, so E5M2 is the wide-range format.",
+        ),
+        (
+            "weight-only-quant-speedup", "weight-quant-shrinks-kv",
+            "It speeds things up because low-precision weights shrink the KV cache: the keys and "
+            "values come out of the quantized projections.",
+            "It speeds things up because low-precision weights are fewer bytes to read; the keys "
+            "and values stay in 16-bit.",
+        ),
         # Two beliefs rounds 3-25 wrote as their fluent wrong answer again and again.
         (
             "kv-cache-runs-out", "drops-oldest-tokens",
@@ -1639,6 +1652,22 @@ def test_a_recurring_wrong_account_is_a_belief_and_the_right_one_earns_its_point
     told = grade(question=question, answer=right)
     assert misconception not in flagged(told)
     assert told.criterion(criterion).met
+
+
+def test_a_bigger_batch_said_to_lower_intensity_does_not_earn_the_point_that_it_raises_it(bank):
+    question = bank.question("arithmetic-intensity")
+    lowered = grade(
+        question=question,
+        answer="Increasing the batch size actually lowers intensity, since the sequences compete "
+        "for the same cache.",
+    )
+    assert "batching-raises-it" not in met(lowered)
+    raised = grade(
+        question=question,
+        answer="Increasing the batch size raises the intensity, since every sequence reuses each "
+        "weight read.",
+    )
+    assert "batching-raises-it" in met(raised)
 
 
 def test_a_point_is_not_earned_where_the_learner_says_they_do_not_know_it(bank):
