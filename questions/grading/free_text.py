@@ -16,6 +16,7 @@ from questions.grading.matching import (
 from questions.grading.results import (
     KEYWORD_LIST_CAP,
     MISCONCEPTION_CAP,
+    SEVERAL_MISCONCEPTIONS_CAP,
     CriterionResult,
     GradeResult,
     MisconceptionHit,
@@ -414,7 +415,14 @@ def _unless_explained(
 def grade_free_text(*, question: Question | FollowUp, answer: str) -> GradeResult:
     criteria, misconceptions, capped = grade_rubric(question=question, answer=answer)
     cap = KEYWORD_LIST_CAP
-    if capped is None and misconceptions:
+    beliefs = len({hit.id for hit in misconceptions})
+    if capped is None and beliefs >= 2:
+        cap = SEVERAL_MISCONCEPTIONS_CAP
+        capped = (
+            f"The answer rests on {beliefs} misconceptions (see below), so it is held to "
+            f"{SEVERAL_MISCONCEPTIONS_CAP:.0%} whatever else it gets right."
+        )
+    elif capped is None and misconceptions:
         cap = MISCONCEPTION_CAP
         capped = (
             "The answer rests on a misconception (see below), so it is held to "

@@ -12,6 +12,12 @@ KEYWORD_LIST_CAP = 0.35
 # An answer that states a misconception the question lists is held to this share: getting
 # the vocabulary right around a wrong model must not read as a pass.
 MISCONCEPTION_CAP = 0.50
+# An answer that states two or more of the question's misconceptions is held to the keyword-list
+# share: it is built on wrong models, and what it gets right is vocabulary around them. Measured
+# on every graded round (session 25): a 35% cap for one belief would have marked 37 plain-words
+# answers that carry one false flag as failures; with two beliefs it changes only fluent wrong
+# answers.
+SEVERAL_MISCONCEPTIONS_CAP = 0.35
 
 
 @dataclass(frozen=True)

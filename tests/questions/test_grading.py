@@ -1654,6 +1654,33 @@ def test_a_recurring_wrong_account_is_a_belief_and_the_right_one_earns_its_point
     assert told.criterion(criterion).met
 
 
+def test_an_answer_built_on_two_beliefs_is_held_to_35_percent_and_on_one_to_50(bank):
+    """Round 28's fluent wrong answer: two of its four points credited for words around wrong
+    models, and two beliefs flagged; it scored 50% until two beliefs held it to 35%."""
+    question = bank.question("fp8-vs-int4")
+    one_belief = (
+        "FP8 stores weights in 8 bits but the math is done in FP32 for stability, so it's the "
+        "slowest of the quantized formats and mainly useful when a model doesn't fit. INT4 runs "
+        "on INT4 tensor cores at four times the BF16 rate, so it's the one that speeds up "
+        "large-batch and prefill-heavy serving. On accuracy, integer formats are exact and evenly "
+        "spaced, so INT4 is more faithful than FP8, which loses precision in its short mantissa."
+    )
+    held = grade(question=question, answer=one_belief)
+    assert flagged(held) == {"int4-math"}
+    assert held.fraction == pytest.approx(0.50)
+    assert "rests on a misconception" in held.capped_reason and "50%" in held.capped_reason
+    two = grade(
+        question=question,
+        answer=one_belief + " And FP8 works on any GPU, since it's just a storage format.",
+    )
+    assert flagged(two) == {"int4-math", "fp8-runs-anywhere"}
+    assert two.fraction == pytest.approx(0.35)
+    assert two.capped_reason == (
+        "The answer rests on 2 misconceptions (see below), so it is held to 35% whatever else "
+        "it gets right."
+    )
+
+
 def test_a_bigger_batch_said_to_lower_intensity_does_not_earn_the_point_that_it_raises_it(bank):
     question = bank.question("arithmetic-intensity")
     lowered = grade(
