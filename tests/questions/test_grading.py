@@ -1530,6 +1530,61 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "Scaling to zero takes minutes to bring a replica back, so you keep one warm and "
             "pay for its idle hours.",
         ),
+        # Round 29 (after its first run).
+        (
+            "draft-model-vs-medusa-eagle", "heads-need-no-training",
+            "Medusa and EAGLE are generic heads that attach to any transformer's hidden states at "
+            "load time, so there is nothing to train.",
+            "Medusa and EAGLE heads read the target's hidden states, so each has to be trained for "
+            "the model you serve.",
+        ),
+        (
+            "fp8-e4m3-vs-e5m2", "fp8-needs-no-scale",
+            "The exponent adapts to every value, so you can cast BF16 weights and activations "
+            "straight to FP8 without calibration or scale factors.",
+            "The exponent adapts within a range, so you store a scale per tensor before you cast "
+            "BF16 weights and activations to FP8.",
+        ),
+        (
+            "long-context-cost", "prefill-grows-linearly",
+            "Prefill cost is simply proportional to the token count, so a 128k prompt is just 32 "
+            "times a 4k one.",
+            "Prefill's matmuls grow with the token count and attention with its square, so a 128k "
+            "prompt costs far more than 32 times a 4k one.",
+        ),
+        (
+            "long-context-prefill-parallel", "pipeline-splits-prompt",
+            "Cut the 1M-token prompt into chunks and feed them into the pipeline as micro-batches.",
+            "Cut the 1M-token prompt into chunks and give each group of GPUs its own chunk, passing "
+            "keys and values around a ring.",
+        ),
+        (
+            "open-vs-closed-loop", "more-users-fixes-it",
+            "Coordinated omission is really a problem of running too few clients, so I'd just run "
+            "a closed-loop test with a large enough user count.",
+            "Coordinated omission comes from the closed loop itself, so I'd run an open-loop test "
+            "at the target arrival rate.",
+        ),
+        (
+            "rotation-quantization", "rotation-gathers-outliers",
+            "The rotation is lined up with the outlier directions, so it concentrates all the "
+            "large-magnitude activity into a handful of channels.",
+            "The rotation spreads each outlier's energy evenly across all channels, so no channel "
+            "stands out.",
+        ),
+        (
+            "ttft-tpot-itl-definitions", "tpot-misdefined",
+            "TPOT is simply the end-to-end latency divided by the number of output tokens.",
+            "TPOT is the end-to-end latency minus TTFT, divided by the number of output tokens "
+            "minus one.",
+        ),
+        (
+            "when-self-host", "always-cheaper",
+            "An H100 pushes thousands of tokens a second for a fraction of what an API charges, "
+            "whatever your actual traffic looks like.",
+            "An H100 pushes thousands of tokens a second for a fraction of what an API charges, "
+            "but only while your traffic keeps it busy.",
+        ),
         # Round 28's fluent wrong answers.
         (
             "fp8-e4m3-vs-e5m2", "e-m-swapped",
@@ -1542,6 +1597,30 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "values come out of the quantized projections.",
             "It speeds things up because low-precision weights are fewer bytes to read; the keys "
             "and values stay in 16-bit.",
+        ),
+        # Round 29's fluent wrong answers: a second belief each, now flagged, holds them to 35%.
+        (
+            "moe-memory-vs-active", "moe-needs-only-active-memory",
+            "The active count is what lives in GPU memory; the other experts stay in host RAM.",
+            "The total count is what lives in GPU memory, since any expert can be picked.",
+        ),
+        (
+            "moe-batch-erodes-advantage", "memory-by-active",
+            "The GPUs only need to hold the active 37B, with the other experts paged in from CPU "
+            "memory.",
+            "The GPUs need to hold all 671B, since the router can pick any expert at any step.",
+        ),
+        (
+            "long-context-cost", "long-context-cache-stays-small",
+            "The KV cache stays the same size because it only keeps the last few thousand tokens.",
+            "The KV cache grows by 128 KiB with every token, to 16 GiB at 128k.",
+        ),
+        (
+            "when-self-host", "idle-gpu-is-free",
+            "Your own GPU only draws power when it is serving a request, so idle time is "
+            "effectively free.",
+            "Your own GPU is billed by the hour whether it serves or not, so idle time costs the "
+            "same as busy time.",
         ),
         # Two beliefs rounds 3-25 wrote as their fluent wrong answer again and again.
         (
@@ -1797,6 +1876,20 @@ def test_otherwise_inside_a_clause_keeps_the_claim_and_opening_a_sentence_suppos
             "many-lora-adapters", "batch-across",
             "A specialised routine picks out each request's own correction within the group.",
             "Each customer's requests are served in a group of their own.",
+        ),
+        # Round 29's strong and plain-words answers.
+        (
+            "fp8-e4m3-vs-e5m2", "e4m3",
+            "The 4+3 layout is the one used when running a trained model: its extra fine-digit bit "
+            "buys precision at the cost of a smaller maximum, 448.",
+            "The 5+2 layout is the one used when running a trained model, for its range.",
+        ),
+        (
+            "open-vs-closed-loop", "coordinated-omission",
+            "During a stall the closed-loop clients are stuck waiting, so the requests real users "
+            "would have sent are never issued or measured.",
+            "During a stall the closed-loop clients are stuck waiting, so the test takes longer "
+            "to finish.",
         ),
         (
             "preemption-swap-vs-recompute", "recompute",

@@ -159,6 +159,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout23", "1st", "run", "heldout23", "now", "heldout24", "1st", "run", "heldout24", "now",
         "heldout25", "1st", "run", "heldout25", "now", "heldout26", "1st", "run", "heldout26", "now",
         "heldout27", "1st", "run", "heldout27", "now", "heldout28", "1st", "run", "heldout28", "now",
+        "heldout29", "1st", "run", "heldout29", "now",
     ]
     rows = {line[:36].strip(): line[36:].split() for line in lines if line[:36].strip()}
     columns = [
@@ -171,6 +172,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout20 1st", "heldout20 now", "heldout21 1st", "heldout21 now", "heldout22 1st", "heldout22 now",
         "heldout23 1st", "heldout23 now", "heldout24 1st", "heldout24 now", "heldout25 1st", "heldout25 now",
         "heldout26 1st", "heldout26 now", "heldout27 1st", "heldout27 now", "heldout28 1st", "heldout28 now",
+        "heldout29 1st", "heldout29 now",
     ]
     misconception = rows["misconception (flagged and <= 50%)"]
     agreement = rows["criterion agreement"]
@@ -237,6 +239,9 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout27": (["49/58", "84%"], "92%", "0.84", ["320/348", "92%"]),
         # Round 28 (session 24, sealed until session 25's start: the grader session 24 left).
         "heldout28": (["50/58", "86%"], "91%", "0.83", ["321/348", "92%"]),
+        # Round 29 (session 25 at its start, sealed until the same session's beliefs in round 28's
+        # words, the rule that a disclaimed point is not earned and two beliefs held to 35%).
+        "heldout29": (["50/58", "86%"], "92%", "0.85", ["320/348", "92%"]),
     }
     for name, (flagged, agreed, kappa_, right) in first_runs.items():
         at = columns.index(f"{name} 1st")
@@ -276,21 +281,23 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "first run 2026-12-05 08:22 UTC at 7b9747793341" in text
     assert "first run 2026-12-05 09:09 UTC at b0c24d55e2cb" in text
     assert "first run 2026-12-05 11:26 UTC at 529e3a298e4f" in text
+    assert "first run 2026-12-05 12:24 UTC at d94ec2dbf337" in text
     # Rounds 15-17 were tuned on in session 17: the second look's threshold was chosen on rounds
     # 7-15, a rubric fix with round 16's answers and the denial rule with round 17's.
     assert "heldout15: development;" in text and "heldout16: development;" in text
     assert "heldout17: development;" in text
     # Rounds 18-20 were read and tuned on in session 22 (their missed misconceptions), rounds 21-24
     # in session 23 (rounds 23 and 24 after their first runs, in the same session), rounds 25-27
-    # in session 24 (rounds 26 and 27 after their first runs), round 28 in session 25 after its
-    # first run.
+    # in session 24 (rounds 26 and 27 after their first runs), rounds 28 and 29 in session 25 after
+    # their first runs.
     assert "heldout18: development;" in text and "heldout19: development;" in text
     assert "heldout20: development;" in text
     assert "heldout21: development;" in text and "heldout22: development;" in text
     assert "heldout23: development;" in text and "heldout24: development;" in text
     assert "heldout25: development;" in text and "heldout26: development;" in text
     assert "heldout27: development;" in text and "heldout28: development;" in text
-    # Every graded round has been read; the next held-out measurement is round 29's first run.
+    assert "heldout29: development;" in text
+    # Every graded round has been read; the next held-out measurement is round 30's first run.
     assert text.count(": held-out;") == 0
     # Round 14 was tuned on in session 15 (the criterion stage refitted on rounds 7-14).
     assert "heldout14: development;" in text
@@ -315,7 +322,8 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "heldout26: sealed" not in text
     assert "heldout27: sealed" not in text
     assert "heldout28: sealed" not in text
-    assert "heldout29: sealed (written blind, not graded yet" in text
+    assert "heldout29: sealed" not in text
+    assert "heldout30: sealed (written blind, not graded yet" in text
 
 
 LABELLED = """question = "inference-bottleneck"

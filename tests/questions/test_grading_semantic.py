@@ -360,6 +360,20 @@ def test_polarity_is_read_in_the_clauses_about_the_reference(sentence, opposes):
             "the cache instead of splitting it.",
             "tp-splits-cache",
         ),
+        # Round 29's strong answers: one shared base with per-request adapters (the opposite of
+        # merging each), and the rotation exact with only the quantization approximate.
+        (
+            "many-lora-adapters",
+            "Keep one copy of the base model on the GPU and treat the 500 LoRAs as small "
+            "per-request add-ons.",
+            "merge-each",
+        ),
+        (
+            "rotation-quantization",
+            "The model's output does not change, because the rotation is undone in the weights. "
+            "Only the quantization after the rotation is approximate.",
+            "rotation-changes-model",
+        ),
         # True of Blackwell (round 26's misconception answer, about another belief).
         (
             "weight-only-vs-w8a8-kernels",
