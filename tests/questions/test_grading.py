@@ -1885,6 +1885,19 @@ def test_otherwise_inside_a_clause_keeps_the_claim_and_opening_a_sentence_suppos
             "The 5+2 layout is the one used when running a trained model, for its range.",
         ),
         (
+            "long-context-prefill-parallel", "context-parallel",
+            "Slicing each layer has run out of road at 8, so split the input text itself: give "
+            "each group of chips its own stretch of the million-word input.",
+            "Slicing each layer has run out of road at 8, so split each layer across even more "
+            "chips.",
+        ),
+        (
+            "long-context-prefill-parallel", "costs",
+            "None of this helps the later word-by-word writing phase, which has one new word per "
+            "step.",
+            "All of this helps the later word-by-word writing phase as much as the reading.",
+        ),
+        (
             "open-vs-closed-loop", "coordinated-omission",
             "During a stall the closed-loop clients are stuck waiting, so the requests real users "
             "would have sent are never issued or measured.",
