@@ -892,7 +892,8 @@ def semantic_evidence(
     ])
     # A point is not made by meaning in a sentence where the learner says they do not know:
     # "GPTQ is also weight-only, but I don't remember how it works" is close in words to GPTQ's
-    # mechanism and disclaims it (round 28). Patterns may still credit what such a sentence states.
+    # mechanism and disclaims it (round 28). The patterns skip such a sentence too
+    # (matching._matching_sentences); beliefs are still read in it.
     known = np.array([
         not any(
             admits_not_knowing(analysis.sentences[i].sentence.text)
