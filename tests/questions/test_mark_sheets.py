@@ -110,6 +110,29 @@ def test_a_cap_says_capped_only_where_it_lowered_the_score(client, repository_co
     assert "<strong>Score capped.</strong> The answer rests on a misconception" in html
 
 
+def test_two_beliefs_on_the_mark_sheet_are_both_named_and_hold_the_answer_to_35_percent(
+    client, repository_content, user
+):
+    """Round 28's fluent wrong answer: two points earned of six, two beliefs stated."""
+    client.force_login(user)
+    answer = (
+        "FP8 stores weights in 8 bits but the math is done in FP32 for stability, so it's the "
+        "slowest of the quantized formats and mainly useful when a model doesn't fit. INT4 runs on "
+        "INT4 tensor cores at four times the BF16 rate, so it's the one that speeds up large-batch "
+        "and prefill-heavy serving. On accuracy, integer formats are exact and evenly spaced, so "
+        "INT4 is more faithful than FP8, which loses precision in its short mantissa. And FP8 works "
+        "on any GPU, since it's just a storage format."
+    )
+    attempt, html = _marked_feedback(client, "/practice/q/fp8-vs-int4/", answer)
+    assert float(attempt.score) == pytest.approx(0.35 * attempt.max_score)
+    assert (
+        "<strong>Score capped.</strong> The answer rests on 2 misconceptions (see below), so it is "
+        "held to 35% whatever else it gets right." in html
+    )
+    assert "Misconception: INT4 kernels do 4-bit arithmetic." in html
+    assert "Misconception: FP8 runs the same on any GPU." in html
+
+
 def test_a_point_nearly_made_shows_the_learners_closest_sentence_and_the_way_to_challenge(
     client, repository_content, user
 ):
