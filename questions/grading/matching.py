@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 
 from questions.bank import FollowUp, Question
-from questions.grading.text import AnswerAnalysis, admits_not_knowing, any_present, holds
+from questions.grading.text import AnswerAnalysis, any_present, holds
 
 
 def _alternatives(match: Sequence[str]) -> list[list[str]]:
@@ -43,7 +43,7 @@ def _matching_sentences(
         # A point is not made in a sentence where the learner says they do not know it
         # ("SmoothQuant is the one that also quantizes activations, but I don't remember the
         # details"): blind writers label such a point missed (rounds 4, 22, 28).
-        if not misconception and admits_not_knowing(sentence.sentence.text):
+        if not misconception and sentence.disclaims:
             continue
         if unless and any_present(analysis=analysis, index=index, concept_ids=unless):
             continue

@@ -43,13 +43,7 @@ from questions.bank import Criterion, FollowUp, Misconception, Question
 from questions.grading import belief_reader
 from questions.grading.embedding import encoder, unit
 from questions.grading.matching import _matching_sentences, used_concepts
-from questions.grading.text import (
-    AnswerAnalysis,
-    admits_not_knowing,
-    analyse,
-    any_present,
-    split_sentences,
-)
+from questions.grading.text import AnswerAnalysis, analyse, any_present, split_sentences
 
 # Two sentences read together cover more ground by chance: their similarity counts this much
 # less when the closest unit to an item is chosen.
@@ -895,10 +889,7 @@ def semantic_evidence(
     # mechanism and disclaims it (round 28). The patterns skip such a sentence too
     # (matching._matching_sentences); beliefs are still read in it.
     known = np.array([
-        not any(
-            admits_not_knowing(analysis.sentences[i].sentence.text)
-            for i in range(u.first, u.last + 1)
-        )
+        not any(analysis.sentences[i].disclaims for i in range(u.first, u.last + 1))
         for u in units
     ], dtype=bool)
 

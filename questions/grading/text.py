@@ -163,9 +163,9 @@ _ADMITS_NOT_KNOWING = re.compile(
 )
 
 
-def admits_not_knowing(text: str) -> bool:
+def _admits_not_knowing(text: str) -> bool:
     """Whether a sentence says the learner does not know or remember something."""
-    return bool(_ADMITS_NOT_KNOWING.search(text.replace("\u2019", "'")))
+    return bool(_ADMITS_NOT_KNOWING.search(text))
 
 
 # Words that carry a clause: verbs, auxiliaries, connectives and pronouns. A sentence without
@@ -219,6 +219,9 @@ class SentenceAnalysis:
     # Whether the sentence makes a claim at all (has a verb or connective); a bare list of
     # terms cannot state a misconception.
     claims: bool = True
+    # The learner says here that they do not know or remember something: the sentence earns no
+    # point, by patterns or by meaning (beliefs are still read in it).
+    disclaims: bool = False
     # Contrast-group concepts carried over from the previous sentence by a leading pronoun
     # ("Decode reads every weight per token. It is memory-bound."), with where that began.
     inherited: frozenset[str] = frozenset()
@@ -327,6 +330,7 @@ def analyse(
                 distanced=bool(_DISTANCING.search(sentence.text)) or _asks_or_quotes(sentence.text),
                 claims=_RELATION_MARK.search(sentence.text) is not None
                 or any(w.lower() in _EXPLAINING for w in _TOKEN.findall(sentence.text)),
+                disclaims=_admits_not_knowing(sentence.text),
             ),
         )
 
