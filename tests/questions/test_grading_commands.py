@@ -124,24 +124,26 @@ def test_grading_report_text_and_json():
     assert 0.9 <= data["overall_agreement"] <= 1.0
 
 
-def _a_few_answers_of_each_round(directory: Path) -> Path:
-    """The evaluation set with each round's record (round.json) whole and one question's answers
-    per round: the report's first-run columns come from the records; grading every round for the
-    "now" columns (about two minutes) is what the commands' own runs and the evaluation tests do."""
+def _one_answer_of_each_round(directory: Path) -> Path:
+    """The evaluation set with each round's record (round.json) whole and one misconception answer
+    per round: the report's first-run columns come from the records, and the misconception row,
+    the one every column must fill, needs only that answer today. Grading every round for the
+    "now" columns (minutes) is what the commands' own runs and the evaluation tests do."""
     source = ROOT / "tests" / "questions" / "evaluation_set"
     for folder in [source, *sorted(path for path in source.iterdir() if path.is_dir())]:
         target = directory / folder.relative_to(source)
         target.mkdir(exist_ok=True)
         if (folder / "round.json").exists():
             (target / "round.json").write_text((folder / "round.json").read_text())
-        # One question's answers, with a misconception among them so every row has a figure.
         first = next(path for path in sorted(folder.glob("*.toml")) if 'category = "misconception"' in path.read_text())
-        (target / first.name).write_text(first.read_text())
+        header, *answers = first.read_text().split("[[answers]]")
+        misconception = next(answer for answer in answers if 'category = "misconception"' in answer)
+        (target / first.name).write_text(f"{header}[[answers]]{misconception}")
     return directory
 
 
 def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path):
-    text = run("grading_report", "--dir", str(_a_few_answers_of_each_round(tmp_path)))
+    text = run("grading_report", "--dir", str(_one_answer_of_each_round(tmp_path)))
     lines = text.splitlines()
     header = next(line for line in lines if "development now" in line)
     assert header.split() == [
@@ -159,7 +161,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout23", "1st", "run", "heldout23", "now", "heldout24", "1st", "run", "heldout24", "now",
         "heldout25", "1st", "run", "heldout25", "now", "heldout26", "1st", "run", "heldout26", "now",
         "heldout27", "1st", "run", "heldout27", "now", "heldout28", "1st", "run", "heldout28", "now",
-        "heldout29", "1st", "run", "heldout29", "now",
+        "heldout29", "1st", "run", "heldout29", "now", "heldout30", "1st", "run", "heldout30", "now",
     ]
     rows = {line[:36].strip(): line[36:].split() for line in lines if line[:36].strip()}
     columns = [
@@ -172,7 +174,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout20 1st", "heldout20 now", "heldout21 1st", "heldout21 now", "heldout22 1st", "heldout22 now",
         "heldout23 1st", "heldout23 now", "heldout24 1st", "heldout24 now", "heldout25 1st", "heldout25 now",
         "heldout26 1st", "heldout26 now", "heldout27 1st", "heldout27 now", "heldout28 1st", "heldout28 now",
-        "heldout29 1st", "heldout29 now",
+        "heldout29 1st", "heldout29 now", "heldout30 1st", "heldout30 now",
     ]
     misconception = rows["misconception (flagged and <= 50%)"]
     agreement = rows["criterion agreement"]
@@ -242,6 +244,8 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         # Round 29 (session 25 at its start, sealed until the same session's beliefs in round 28's
         # words, the rule that a disclaimed point is not earned and two beliefs held to 35%).
         "heldout29": (["50/58", "86%"], "92%", "0.85", ["320/348", "92%"]),
+        # Round 30 (session 25, sealed until session 26's start: the grader session 25 left).
+        "heldout30": (["47/58", "81%"], "93%", "0.86", ["323/348", "93%"]),
     }
     for name, (flagged, agreed, kappa_, right) in first_runs.items():
         at = columns.index(f"{name} 1st")
@@ -249,8 +253,9 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         assert (agreement[at], kappa[at]) == (agreed, kappa_), name
         assert graded_right[2 * at : 2 * at + 2] == right, name
     thirteenth = columns.index("heldout13 1st")
-    # Today's columns grade the answers in the folder: one question's six per round here.
-    assert graded_right[2 * (thirteenth + 1)].endswith("/6")
+    # Today's columns grade the answers in the folder: one misconception answer per round here.
+    assert graded_right[2 * (thirteenth + 1)].endswith("/1")
+    assert misconception[2 * (thirteenth + 1)].endswith("/1")
     # Near misses are counted today; first runs recorded before the mark sheet quoted them show "-".
     assert rows["near misses quoted: points made"].count("-") == 7
     assert rows["false misses quoted as near misses"].count("-") == 7
@@ -282,6 +287,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "first run 2026-12-05 09:09 UTC at b0c24d55e2cb" in text
     assert "first run 2026-12-05 11:26 UTC at 529e3a298e4f" in text
     assert "first run 2026-12-05 12:24 UTC at d94ec2dbf337" in text
+    assert "first run 2026-12-05 14:47 UTC at caafb74acb03" in text
     # Rounds 15-17 were tuned on in session 17: the second look's threshold was chosen on rounds
     # 7-15, a rubric fix with round 16's answers and the denial rule with round 17's.
     assert "heldout15: development;" in text and "heldout16: development;" in text
@@ -297,8 +303,9 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "heldout25: development;" in text and "heldout26: development;" in text
     assert "heldout27: development;" in text and "heldout28: development;" in text
     assert "heldout29: development;" in text
-    # Every graded round has been read; the next held-out measurement is round 30's first run.
-    assert text.count(": held-out;") == 0
+    # Round 30's first run is the one held-out measurement not yet read.
+    assert "heldout30: held-out;" in text
+    assert text.count(": held-out;") == 1
     # Round 14 was tuned on in session 15 (the criterion stage refitted on rounds 7-14).
     assert "heldout14: development;" in text
     # Rounds 12 and 13 were tuned on in session 13 (the criterion reader's stage was fitted on them).
@@ -323,7 +330,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "heldout27: sealed" not in text
     assert "heldout28: sealed" not in text
     assert "heldout29: sealed" not in text
-    assert "heldout30: sealed (written blind, not graded yet" in text
+    assert "heldout30: sealed" not in text
 
 
 LABELLED = """question = "inference-bottleneck"
