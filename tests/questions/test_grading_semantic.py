@@ -406,12 +406,18 @@ def test_a_list_of_terms_earns_nothing_from_its_items(bank):
 
 
 def test_every_model_answer_earns_full_marks_and_flags_nothing(bank):
+    """Every free-text model answer and every multiple-choice question's correct choices, graded
+    by the whole grader (the one place the suite grades them all for full marks)."""
     problems = []
     for question in bank.questions.values():
         for target in [question, *question.follow_ups]:
-            if target.type != "free_text":
+            if target.type == "multiple_choice":
+                answer = ",".join(str(i) for i, c in enumerate(target.choices) if c.correct)
+            elif target.type == "free_text":
+                answer = target.model_answer
+            else:
                 continue
-            result = grade(question=target, answer=target.model_answer)
+            result = grade(question=target, answer=answer)
             if result.fraction < 1 or result.misconceptions:
                 problems.append(
                     (question.slug, getattr(target, "slug", ""), result.fraction,
