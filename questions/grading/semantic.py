@@ -909,6 +909,22 @@ def semantic_evidence(
 
     allowed_for = [may_state(item) for item in question.misconceptions]
 
+    def may_earn(item: Criterion) -> np.ndarray:
+        """The units that may make a point by meaning: not a disclaimed one, and none holding a
+        concept the criterion's `unless` names. `unless` marks a sentence that says something
+        else with the point's words ("Wide EP is chosen to reduce communication: ... the
+        all-to-all shrinks" is close in meaning to why wide EP pays, and says the opposite), so
+        meaning may not credit it either (round 30)."""
+        if not item.unless:
+            return known
+        return known & ~np.array([
+            any(
+                any_present(analysis=analysis, index=i, concept_ids=item.unless)
+                for i in range(u.first, u.last + 1)
+            )
+            for u in units
+        ], dtype=bool)
+
     def whole_similarity(refs: np.ndarray) -> float:
         return float((refs @ whole).max()) if whole is not None and refs.size else 0.0
 
@@ -937,7 +953,7 @@ def semantic_evidence(
         criterion_candidates.append(
             _candidate(
                 similarities=sims, agrees=agrees, references=refs, units=units,
-                allowed=known,
+                allowed=may_earn(item),
                 leads={"lead_misconceptions": wrong, "lead_other_criteria": other},
                 whole=whole_similarity(vectors_), pattern=pattern, analysis=analysis,
                 anchors=_anchors(item.match),

@@ -341,19 +341,6 @@ def test_empty_answer_scores_zero(bank):
     assert result.score == 0 and not met(result)
 
 
-def test_every_model_answer_in_the_set_scores_full_marks(bank):
-    question_set = next(s for s in bank.sets if s.slug == "quantization-inference-optimisation")
-    for question in question_set.questions:
-        items = [question, *question.follow_ups]
-        for item in items:
-            answer = item.model_answer
-            if item.type == "multiple_choice":
-                answer = ",".join(str(i) for i, c in enumerate(item.choices) if c.correct)
-            result = grade(question=item, answer=answer)
-            assert result.fraction == 1.0, (item.slug, [c.id for c in result.criteria if not c.met])
-            assert result.misconceptions == (), item.slug
-
-
 # --- Numbers -------------------------------------------------------------------------------
 
 
@@ -1622,6 +1609,106 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "Your own GPU is billed by the hour whether it serves or not, so idle time costs the "
             "same as busy time.",
         ),
+        # Round 30 (after its first run).
+        (
+            "8b-16-users-24gb", "bf16-one-byte",
+            "Llama 3.1 8B is stored in BF16, which is a one-byte brain-float format, so the "
+            "weights come to roughly 8 GB.",
+            "Llama 3.1 8B is stored in BF16, which is a two-byte brain-float format, so the "
+            "weights come to roughly 16 GB.",
+        ),
+        (
+            "arithmetic-intensity", "decode-compute-bound",
+            "In other words, batch-1 decode is compute-bound: the tensor cores are busy executing "
+            "the math for every layer.",
+            "In other words, batch-1 decode is memory-bound: the tensor cores wait on the weights "
+            "for every layer.",
+        ),
+        (
+            "batch-invariance-temperature-zero", "seed-fixes-it",
+            "Set the seed parameter on the request, or force top_k=1, and the sampler will make "
+            "the same choice every time.",
+            "Setting the seed parameter on the request does not help: at temperature 0 nothing is "
+            "sampled, and the logits differ with the batch.",
+        ),
+        (
+            "batching-almost-free", "weights-per-sequence",
+            "Each sequence in the batch still needs its own pass over the weights, since every "
+            "sequence loads the weight matrices for itself.",
+            "The sequences in the batch share one pass over the weights, since the step loads "
+            "the weight matrices once for all of them.",
+        ),
+        (
+            "continuous-batching-scheduler", "faster-tokens",
+            "The big win is that every token is generated faster, so users see a lower time per "
+            "output token than with static batching.",
+            "The big win is throughput: the batch stays full, while users see about the same time "
+            "per output token as with static batching.",
+        ),
+        (
+            "dp-attention-wide-ep", "wide-ep-for-capacity",
+            "The expert side is a memory problem: going wide, to dozens or hundreds of GPUs, is "
+            "how you make the full expert set fit.",
+            "The expert side is about tokens per expert: going wide gathers about 640 tokens on "
+            "each expert per step.",
+        ),
+        (
+            "long-context-cost", "prefill-grows-linearly",
+            "Prefill cost scales with the number of tokens, so 128k is simply 32 times that, a "
+            "clean 32x.",
+            "Prefill's matmuls scale with the number of tokens and attention with its square, so "
+            "128k costs well over 32 times as much as 4k.",
+        ),
+        (
+            "long-context-prefill-parallel", "pipeline-splits-prompt",
+            "You cut the 1M-token prompt into micro-batches of 32k tokens and feed them into a "
+            "pipeline of 8 stages.",
+            "You cut the 1M-token prompt into chunks and give each group of GPUs its own chunk, "
+            "passing keys and values around a ring.",
+        ),
+        (
+            "p99-from-twenty-requests", "mean-instead",
+            "Rather than chase a tail percentile, I'd switch to the mean TTFT, which uses every "
+            "sample.",
+            "Rather than trust a P99 of 20 samples, I'd run at least 1,000 requests and report "
+            "the P99 with a confidence interval.",
+        ),
+        (
+            "prefix-cache-what-must-match", "shared-text-anywhere",
+            "So the request doesn't need to start the same way as an earlier one: the contract's "
+            "blocks will hit wherever they appear.",
+            "So the request has to start the same way as an earlier one: the contract's blocks "
+            "only hit when every token before them matches.",
+        ),
+        (
+            "when-self-host", "always-cheaper",
+            "Even a single rented H100 at a couple of dollars an hour comes out ahead whatever "
+            "your volume.",
+            "A single rented H100 at a couple of dollars an hour only comes out ahead when your "
+            "volume keeps it busy.",
+        ),
+        # Round 30's fluent wrong answers.
+        (
+            "expert-parallel-all-to-all", "ep-is-replicas",
+            "Expert parallelism is running a full replica of the MoE model on each GPU and "
+            "routing different requests to different replicas.",
+            "Expert parallelism is putting a different subset of the experts on each GPU and "
+            "sending each token to the GPUs that hold its experts.",
+        ),
+        (
+            "dp-attention-wide-ep", "tp-splits-cache",
+            "Each GPU computes attention for a different subset of heads, and the latent cache is "
+            "sharded by heads so each GPU stores only its own heads' part.",
+            "Each GPU computes attention for its own sequences, and the latent cache is divided "
+            "by sequence so each GPU stores only its own sequences' part.",
+        ),
+        (
+            "moe-memory-vs-active", "moe-needs-only-active-memory",
+            "The experts are stored in compressed form and decompressed on demand, so memory is "
+            "about 12.9B x 2 bytes = 26 GB.",
+            "All experts are stored in BF16 because any token may pick any of them, so memory is "
+            "about 46.7B x 2 bytes = 93 GB.",
+        ),
         # Two beliefs rounds 3-25 wrote as their fluent wrong answer again and again.
         (
             "kv-cache-runs-out", "drops-oldest-tokens",
@@ -1910,6 +1997,45 @@ def test_otherwise_inside_a_clause_keeps_the_claim_and_opening_a_sentence_suppos
             "generated so far.",
             "When it resumes, the engine decodes every token again, one at a time.",
         ),
+        # Round 30's strong and plain-words answers.
+        (
+            "open-vs-closed-loop", "open-loop",
+            "In the second style, questions are fired on a timetable, five per second on average, "
+            "whether or not earlier answers have come back.",
+            "In the second style, each pretend user waits for the full answer before asking "
+            "again.",
+        ),
+        (
+            "open-vs-closed-loop", "coordinated-omission",
+            "Coordinated omission: when the server hiccups, the pretend users wait politely, so "
+            "the questions that would have piled up are never sent and their waits never get "
+            "recorded.",
+            "Coordinated omission: when the server hiccups, the pretend users wait politely, so "
+            "the test takes longer to finish.",
+        ),
+        (
+            "open-vs-closed-loop", "littles-law",
+            "A simple rule shows the cap: people in the system = arrival rate x time each one "
+            "spends.",
+            "A simple rule shows the cap: the server gets slower as more people use it.",
+        ),
+        (
+            "rotation-quantization", "spread",
+            "One giant value becomes many moderate values spread over all positions, so nothing "
+            "sticks out.",
+            "One giant value stays where it is, so it still sets the yardstick for the group.",
+        ),
+        (
+            "rotation-quantization", "enables",
+            "Not just the model's stored numbers but also the in-flight values and the "
+            "per-conversation memory of earlier words can be kept in 4 bits.",
+            "Only the model's stored numbers can be kept in 4 bits; the rest stays in 16.",
+        ),
+        (
+            "batch-vs-interactive-cost", "large-batch-throughput",
+            "Every pass over the weights now yields 200 tokens instead of 8.",
+            "Every pass over the weights now takes a little longer than before.",
+        ),
     ],
 )
 def test_points_in_the_writers_plain_words_are_credited(bank, patterns_only, slug, criterion, earns, near_miss):
@@ -1966,3 +2092,128 @@ def test_defining_expert_parallelism_is_not_the_belief_that_it_is_free(bank):
         ),
     )
     assert "ep-is-free" in flagged(belief)
+
+
+@pytest.mark.parametrize(
+    ("slug", "criterion", "opposite", "made"),
+    [
+        # Round 30's fluent wrong answers, whole: each has a sentence close in meaning to the point
+        # that says the opposite in words the criterion's `unless` names, so neither the patterns
+        # nor the meaning may credit it there (each earned the point before).
+        (
+            "dp-attention-wide-ep", "tokens-per-expert",
+            "Data-parallel attention is used because MLA's attention is too compute-heavy for "
+            "one GPU: each GPU computes attention for a different subset of heads, and the "
+            "latent cache is sharded by heads so each GPU stores only its own heads' part. Wide "
+            "expert parallelism is chosen to reduce communication: with more GPUs, a token's 8 "
+            "experts are more likely to sit on the same GPU as the token, so the all-to-all "
+            "shrinks as EP grows. TP everywhere would force all-reduces on the expert outputs, "
+            "which is the bigger cost.",
+            "Wide expert parallelism is chosen so that each expert sees enough tokens: on 320 GPUs "
+            "about 640 tokens reach each expert per step, against about 16 on 8.",
+        ),
+        (
+            "inference-bottleneck", "prefill-compute",
+            "The bottleneck is prefill. Prefill is memory-bound because the engine has to write "
+            "the entire prompt into the KV cache token by token before anything else can run, "
+            "and those writes saturate HBM. Decode, by contrast, is compute-bound: each new "
+            "token needs a full softmax over the 128k-entry vocabulary and attention over every "
+            "previous token, which is what keeps the tensor cores at 100%. That is also why "
+            "batching does not help generation: adding sequences just piles more FLOPs onto an "
+            "already saturated compute unit, so per-token latency rises linearly with batch "
+            "size. The fix is faster tensor cores for decode and a faster PCIe link for "
+            "prefill.",
+            "Prefill is compute-bound because the whole prompt goes through each weight matrix at "
+            "once.",
+        ),
+        (
+            "moe-memory-vs-active", "kv-from-attention",
+            "The 12.9B figure is the size of the shared trunk; the other 33.8B are the experts, "
+            "which are stored in compressed form and decompressed on demand. So memory is about "
+            "12.9B x 2 bytes = 26 GB plus a small expert archive. Decode speed, however, is "
+            "governed by the total, because the router has to evaluate every expert on every "
+            "token to decide which ones win, so each step reads all 46.7B parameters and runs "
+            "like a 47B dense model. The KV cache is 8 times larger than Mistral 7B's since "
+            "each expert keeps its own keys and values.",
+            "The KV cache comes from the attention layers alone: 32 layers x 8 KV heads x 128 dims "
+            "x K and V x 2 bytes = 128 KiB per token, the same as Mistral 7B.",
+        ),
+    ],
+)
+def test_a_sentence_that_states_the_opposite_in_the_words_unless_names_earns_nothing(
+    bank, slug, criterion, opposite, made,
+):
+    question = bank.question(slug)
+    assert criterion not in met(grade(question=question, answer=opposite))
+    assert criterion in met(grade(question=question, answer=made))
+
+
+def test_why_memory_holds_every_expert_does_not_stand_for_what_a_batch_reads(bank):
+    """Round 30's strong answer said first that all experts have to be loaded (memory), then that a
+    batch reads every expert each step: the criterion stage read the memory sentence for the batch
+    point and withdrew it, until that sentence stopped counting for it."""
+    answer = (
+        "Memory follows the total, speed (at small batch) follows the active count.\n\n"
+        "Memory: the router decides per token, at runtime, which 2 of the 8 experts to use, so all "
+        "experts have to be loaded. 46.7B parameters in BF16 is about 93 GB, which doesn't fit on "
+        "an 80 GB H100.\n\n"
+        "Decode speed: at batch 1, a step reads the shared attention weights plus just the 2 "
+        "chosen experts in each layer, around 12.9B parameters or ~26 GB.\n\n"
+        "But that benefit erodes as the batch grows. Different tokens pick different experts; "
+        "with roughly uniform routing each expert is skipped by a given token with probability "
+        "3/4, so for 16 tokens the chance an expert is untouched is 0.75^16, about 1%. Already at "
+        "modest batches essentially every expert is read every step, so bytes per step approach "
+        "the full 93 GB."
+    )
+    assert {"memory-total", "active-decode", "batch-erodes"} <= met(
+        grade(question=bank.question("moe-memory-vs-active"), answer=answer),
+    )
+
+
+def test_choosing_the_smallest_card_that_fits_is_not_the_belief_that_the_cache_is_negligible(bank):
+    """Round 30's partial answer sized the cache right, then picked the smallest card that fits:
+    read by meaning as "pick a GPU the weights fit on", that flagged the belief and voided the
+    cache point it had just made."""
+    result = grade(
+        question=bank.question("right-size-gpu"),
+        answer="The weights are about 16 GB in BF16 (8B params x 2 bytes). The KV cache is 128 KiB "
+        "per token, so 20 users x 8k tokens is about 20 GiB. So I need roughly 40 GB including "
+        "overhead: an L4 with 24 GB is too small, and an L40S with 48 GB or any 80 GB card works. "
+        "I'd go with the L40S since it's the smallest card that fits.",
+    )
+    assert flagged(result) == set()
+    assert {"weights-memory", "kv-memory"} <= met(result)
+
+
+@pytest.mark.parametrize(
+    ("slug", "misconception", "unrelated", "stated"),
+    [
+        # Round 30's misconception answers: an opening sentence read by meaning as a belief it
+        # never names (each belief now `requires` the words it is about), beside the belief the
+        # answer does state.
+        (
+            "batching-almost-free", "batching-cuts-latency",
+            "Batching is almost free because GPUs are built for parallelism.",
+            "Batching is almost free, and each request in the batch finishes faster too.",
+        ),
+        (
+            # Round 20's plain words, the right direction: "slower" is not a word of this belief.
+            "batching-almost-free", "batching-cuts-latency",
+            "Each user makes every round a little longer, so an individual user's words come "
+            "slightly slower.",
+            "Batching lets every user's words come out sooner than they would alone.",
+        ),
+        (
+            "when-self-host", "idle-gpu-is-free",
+            "Pretty much whenever you have the engineering capacity, because self-hosting is simply "
+            "the cheaper option.",
+            "When traffic is spiky, self-host: your own GPU costs nothing while it sits idle.",
+        ),
+    ],
+)
+def test_a_belief_is_not_read_in_a_sentence_that_names_nothing_it_is_about(
+    bank, slug, misconception, unrelated, stated,
+):
+    question = bank.question(slug)
+    assert misconception not in flagged(grade(question=question, answer=unrelated))
+    assert misconception in flagged(grade(question=question, answer=stated))
