@@ -893,19 +893,23 @@ def semantic_evidence(
         for u in units
     ], dtype=bool)
 
+    def naming(concept_ids: Sequence[str]) -> np.ndarray:
+        """Per unit, whether one of its sentences names one of these concepts."""
+        return np.array([
+            any(
+                any_present(analysis=analysis, index=i, concept_ids=concept_ids)
+                for i in range(u.first, u.last + 1)
+            )
+            for u in units
+        ], dtype=bool)
+
     def may_state(item: Misconception) -> np.ndarray:
         """The units that may state a belief: the learner's own claims, and among them, for a
         belief that `requires` concepts, those naming one ("borrows the idea of virtual memory"
         cannot state that paging moves the cache to the CPU)."""
         if not item.requires:
             return own_claims
-        return own_claims & np.array([
-            any(
-                any_present(analysis=analysis, index=i, concept_ids=item.requires)
-                for i in range(u.first, u.last + 1)
-            )
-            for u in units
-        ], dtype=bool)
+        return own_claims & naming(item.requires)
 
     allowed_for = [may_state(item) for item in question.misconceptions]
 
@@ -917,13 +921,7 @@ def semantic_evidence(
         meaning may not credit it either (round 30)."""
         if not item.unless:
             return known
-        return known & ~np.array([
-            any(
-                any_present(analysis=analysis, index=i, concept_ids=item.unless)
-                for i in range(u.first, u.last + 1)
-            )
-            for u in units
-        ], dtype=bool)
+        return known & ~naming(item.unless)
 
     def whole_similarity(refs: np.ndarray) -> float:
         return float((refs @ whole).max()) if whole is not None and refs.size else 0.0
