@@ -170,7 +170,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout25", "1st", "run", "heldout25", "now", "heldout26", "1st", "run", "heldout26", "now",
         "heldout27", "1st", "run", "heldout27", "now", "heldout28", "1st", "run", "heldout28", "now",
         "heldout29", "1st", "run", "heldout29", "now", "heldout30", "1st", "run", "heldout30", "now",
-        "heldout31", "1st", "run", "heldout31", "now",
+        "heldout31", "1st", "run", "heldout31", "now", "heldout32", "1st", "run", "heldout32", "now",
     ]
     rows = {line[:36].strip(): line[36:].split() for line in lines if line[:36].strip()}
     columns = [
@@ -184,6 +184,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout23 1st", "heldout23 now", "heldout24 1st", "heldout24 now", "heldout25 1st", "heldout25 now",
         "heldout26 1st", "heldout26 now", "heldout27 1st", "heldout27 now", "heldout28 1st", "heldout28 now",
         "heldout29 1st", "heldout29 now", "heldout30 1st", "heldout30 now", "heldout31 1st", "heldout31 now",
+        "heldout32 1st", "heldout32 now",
     ]
     misconception = rows["misconception (flagged and <= 50%)"]
     agreement = rows["criterion agreement"]
@@ -258,6 +259,8 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         # Round 31 (session 26 at its start, sealed until the same session's beliefs in round 30's
         # words and the criterion's `unless` kept from crediting by meaning).
         "heldout31": (["51/58", "88%"], "92%", "0.84", ["326/348", "94%"]),
+        # Round 32 (session 26, sealed until session 27's start: the grader session 26 left).
+        "heldout32": (["51/58", "88%"], "92%", "0.83", ["324/348", "93%"]),
     }
     for name, (flagged, agreed, kappa_, right) in first_runs.items():
         at = columns.index(f"{name} 1st")
@@ -301,6 +304,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "first run 2026-12-05 12:24 UTC at d94ec2dbf337" in text
     assert "first run 2026-12-05 14:47 UTC at caafb74acb03" in text
     assert "first run 2026-12-05 15:49 UTC at 5e9ed23ebf55" in text
+    assert "first run 2026-12-05 17:58 UTC at 7aa695e36708" in text
     # Rounds 15-17 were tuned on in session 17: the second look's threshold was chosen on rounds
     # 7-15, a rubric fix with round 16's answers and the denial rule with round 17's.
     assert "heldout15: development;" in text and "heldout16: development;" in text
@@ -316,11 +320,12 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "heldout25: development;" in text and "heldout26: development;" in text
     assert "heldout27: development;" in text and "heldout28: development;" in text
     assert "heldout29: development;" in text
-    # Round 30 was read and tuned on in session 26 after its first run; round 31's first run is
-    # the one held-out measurement not yet read.
+    # Round 30 was read and tuned on in session 26 after its first run; the first runs of rounds
+    # 31 and 32 are the held-out measurements not yet read.
     assert "heldout30: development;" in text
     assert "heldout31: held-out;" in text
-    assert text.count(": held-out;") == 1
+    assert "heldout32: held-out;" in text
+    assert text.count(": held-out;") == 2
     # Round 14 was tuned on in session 15 (the criterion stage refitted on rounds 7-14).
     assert "heldout14: development;" in text
     # Rounds 12 and 13 were tuned on in session 13 (the criterion reader's stage was fitted on them).
@@ -347,7 +352,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "heldout29: sealed" not in text
     assert "heldout30: sealed" not in text
     assert "heldout31: sealed" not in text
-    assert "heldout32: sealed (written blind, not graded yet" in text
+    assert "heldout32: sealed" not in text
 
 
 LABELLED = """question = "inference-bottleneck"
