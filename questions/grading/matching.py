@@ -2,14 +2,50 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 
-from questions.bank import FollowUp, Question
+from questions.bank import Criterion, FollowUp, Question
 from questions.grading.text import AnswerAnalysis, any_present, holds
 
 
 def _alternatives(match: Sequence[str]) -> list[list[str]]:
     return [[part.strip() for part in alternative.split("+")] for alternative in match]
+
+
+# Prefill (the prompt's tokens) is compute-bound at any practical prompt length; a learner who
+# swaps the bounds ("prefill is memory-bound because it writes the whole cache") uses the point's
+# own words about its own subject, which puts the sentence close in meaning to the point it
+# contradicts. Decode is left out: "batching pushes decode toward compute-bound" is right.
+SWAPPABLE_BOUND = {"compute_bound": "memory_bound"}
+SWAP_SUBJECTS = frozenset({"prefill", "input_tokens"})
+# The swap names its subject, then the bound, in one statement. A contrast between them may give
+# the bound to the other side in words the concepts do not know ("reading a question is heavy
+# arithmetic, while writing replies is mostly waiting on memory"); so may a semicolon or a dash;
+# and a bound before the subject belongs to another clause ("it spends its time waiting on
+# memory, so it makes fewer output tokens than it reads input tokens").
+_CONTRASTING = re.compile(
+    r"\b(?:while|whereas|but|unlike|instead|rather than|as opposed to|compared)\b", re.IGNORECASE,
+)
+_STATEMENT_BREAK = re.compile(r"[;\u2013\u2014]|\s-\s")
+
+
+def swapped_alternatives(
+    criterion: Criterion, contrasts: Sequence[Sequence[str]],
+) -> list[tuple[list[str], list[str]]]:
+    """Per alternative of a criterion's `match` that says prefill (or the input tokens) is
+    compute-bound, that alternative and the same subject said to be memory-bound:
+    (prefill + compute_bound, prefill + memory_bound)."""
+    swaps: list[tuple[list[str], list[str]]] = []
+    for alternative in _alternatives(criterion.match):
+        if len(alternative) != 2 or not SWAP_SUBJECTS & set(alternative):
+            continue
+        bounds = [c for c in alternative if c in SWAPPABLE_BOUND]
+        if len(bounds) != 1:
+            continue
+        swapped = [SWAPPABLE_BOUND[c] if c == bounds[0] else c for c in alternative]
+        swaps.append((alternative, swapped))
+    return swaps
 
 
 def used_concepts(question: Question | FollowUp) -> set[str]:
@@ -19,10 +55,44 @@ def used_concepts(question: Question | FollowUp) -> set[str]:
             used.update(alternative)
         used.update(item.unless)
         used.update(getattr(item, "requires", ()))
+    for criterion in question.rubric:
+        for _, swapped in swapped_alternatives(criterion, question.contrasts):
+            used.update(swapped)
     for group in question.contrasts:
         if used & set(group):
             used.update(group)
     return used
+
+
+def states_the_swap(
+    *, analysis: AnswerAnalysis, index: int, swaps: Sequence[tuple[list[str], list[str]]],
+) -> bool:
+    """Whether a sentence gives one of a criterion's subjects the other bound, and nowhere the
+    criterion's own ("reading the prompt ... is limited by memory bandwidth" for "prefill is
+    compute-bound"; "prefill is compute-bound while decode is memory-bound" keeps both)."""
+    sentence = analysis.sentences[index]
+    text = analysis.text
+
+    def subject_then_bound(subject: str, bound: str) -> bool:
+        for said in (o for o in sentence.occurrences.get(bound, ()) if not o.negated):
+            for named in (o for o in sentence.occurrences.get(subject, ()) if not o.negated):
+                between = text[named.end:said.start]
+                if named.start < said.start and not (
+                    _STATEMENT_BREAK.search(between) or _CONTRASTING.search(between)
+                ):
+                    return True
+        return False
+
+    for alternative, swapped in swaps:
+        if not holds(analysis=analysis, index=index, alternative=swapped) or holds(
+            analysis=analysis, index=index, alternative=alternative,
+        ):
+            continue
+        subject = next(c for c in swapped if c in SWAP_SUBJECTS)
+        bound = next(c for c in swapped if c != subject)
+        if subject_then_bound(subject, bound):
+            return True
+    return False
 
 
 def _matching_sentences(

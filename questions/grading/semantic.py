@@ -42,7 +42,12 @@ import numpy as np
 from questions.bank import Criterion, FollowUp, Misconception, Question
 from questions.grading import belief_reader
 from questions.grading.embedding import encoder, unit
-from questions.grading.matching import _matching_sentences, used_concepts
+from questions.grading.matching import (
+    _matching_sentences,
+    states_the_swap,
+    swapped_alternatives,
+    used_concepts,
+)
 from questions.grading.text import AnswerAnalysis, analyse, any_present, split_sentences
 
 # Two sentences read together cover more ground by chance: their similarity counts this much
@@ -919,9 +924,20 @@ def semantic_evidence(
         else with the point's words ("Wide EP is chosen to reduce communication: ... the
         all-to-all shrinks" is close in meaning to why wide EP pays, and says the opposite), so
         meaning may not credit it either (round 30)."""
-        if not item.unless:
-            return known
-        return known & ~naming(item.unless)
+        allowed = known & ~naming(item.unless) if item.unless else known
+        swaps = swapped_alternatives(item, question.contrasts)
+        if swaps and any(
+            states_the_swap(analysis=analysis, index=i, swaps=swaps)
+            for i in range(len(analysis.sentences))
+        ):
+            # An answer that gives the point's subject the other bound (matching.OPPOSITE_BOUND)
+            # has said where it stands: "reading the prompt is limited by memory bandwidth" is
+            # the swap, close in meaning to prefill's point, and no other sentence of it makes
+            # that point in other words ("this is why long prompts are slow" came next closest
+            # in round 32's fluent wrong answer). The patterns still credit the point said
+            # explicitly elsewhere.
+            return np.zeros(len(units), dtype=bool)
+        return allowed
 
     def whole_similarity(refs: np.ndarray) -> float:
         return float((refs @ whole).max()) if whole is not None and refs.size else 0.0

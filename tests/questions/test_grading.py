@@ -1722,6 +1722,108 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "BF16 takes two bytes per parameter, so the weights are 16 GB; FP8 at one byte per "
             "parameter would be 8 GB.",
         ),
+        # Rounds 31 and 32 (after their first runs).
+        (
+            "self-host-or-api", "idle-gpu-is-free",
+            "If you use autoscaling the GPUs scale down when traffic is quiet, so idle hours don't "
+            "cost you anything.",
+            "Even with autoscaling a replica takes minutes to come back, so you keep GPUs warm and "
+            "idle hours cost you the full hourly rate.",
+        ),
+        (
+            "hidden-costs-self-hosting", "instant-scaling",
+            "With Kubernetes autoscaling you spin GPU replicas up when traffic arrives and down when "
+            "it drops, so you only pay for what you use.",
+            "Kubernetes autoscaling spins GPU replicas up minutes after traffic arrives, so you keep "
+            "spare replicas warm and pay for them while they wait.",
+        ),
+        (
+            "ttft-tpot-itl-definitions", "ttft-is-prefill",
+            "TTFT is how long the model's prefill takes: the time the GPU spends processing the "
+            "prompt before the first token is produced.",
+            "TTFT is measured by the client from sending the request to the first streamed token, "
+            "so queueing and the network are in it as well as prefill.",
+        ),
+        (
+            "dp-attention-wide-ep", "wide-ep-for-capacity",
+            "The wide expert parallelism is a capacity decision: the experts are spread across "
+            "hundreds of GPUs simply to have somewhere to put them.",
+            "Wide expert parallelism is about the batch each expert sees: spread over hundreds of "
+            "GPUs, every expert gets many tokens per step and its weight read is amortised.",
+        ),
+        (
+            "expert-parallel-all-to-all", "ep-is-replicas",
+            "Expert parallelism is the MoE-friendly way to scale: instead of slicing every weight "
+            "matrix across GPUs, which needs an all-reduce after every layer, you put a complete "
+            "replica of the model on each GPU, experts included, and send different requests to "
+            "different GPUs.",
+            "Expert parallelism is the MoE-friendly way to scale: instead of slicing every weight "
+            "matrix across GPUs, which needs an all-reduce after every layer, you put different "
+            "experts on different GPUs and send each token to the GPUs that hold its experts.",
+        ),
+        (
+            "flashattention-same-flops", "approximate",
+            "The output is a very close approximation of standard attention rather than bit-for-bit "
+            "the same, which is why people describe it as giving the same result.",
+            "The online softmax rescales each tile's partial sums, so the output is exactly the same "
+            "as standard attention up to floating-point rounding.",
+        ),
+        (
+            "arithmetic-intensity", "decode-compute-bound",
+            "Decode at batch 1 is actually on the compute side of that line: each token goes through "
+            "billions of FLOPs.",
+            "Decode at batch 1 is far on the memory side of that line: each weight byte read does "
+            "about one FLOP.",
+        ),
+        (
+            "tensor-vs-pipeline-serving", "pp-cuts-latency",
+            "For latency, PP is actually the better choice: with 4 stages each token's forward pass "
+            "takes about a quarter of the time.",
+            "For latency, TP is the better choice: with 4 stages of PP each token still passes "
+            "through every layer in turn, one stage after another.",
+        ),
+        (
+            "open-vs-closed-loop", "more-users-fixes-it",
+            "The fix is simply to crank up the concurrency: with enough virtual users there is "
+            "always a backlog in front of the server.",
+            "No number of closed-loop users fixes it: each still waits for its own reply, so "
+            "arrivals still slow down when the server does.",
+        ),
+        (
+            "semantic-cache-risks", "prefix-cache-stores-answers",
+            "Prefix caching keys on the exact prompt prefix and, when the same prompt comes in "
+            "again, serves the stored completion instead of regenerating it.",
+            "Prefix caching keys on the exact prompt prefix and reuses its stored keys and values, "
+            "so only the new tokens are prefilled and the answer is still generated.",
+        ),
+        (
+            "long-context-cost", "prefill-grows-linearly",
+            "Every token costs the same amount of compute, so a prompt 32x longer takes 32x longer "
+            "to prefill.",
+            "Attention compares every token with every earlier one, so a prompt 32x longer takes "
+            "more than 32x longer to prefill.",
+        ),
+        (
+            "chunked-prefill-trade-off", "chunking-saves-kv",
+            "Because only one chunk's keys and values are kept at a time, a 100k-token prompt no "
+            "longer needs a KV cache for all 100k tokens.",
+            "Every chunk's keys and values stay in the cache, because later chunks attend to them: "
+            "the prompt still needs a cache for all 100k tokens.",
+        ),
+        (
+            "many-lora-adapters", "average-adapters",
+            "Average the 500 B\u00b7A products into one delta, merge it into the base weights "
+            "once, and serve a single model.",
+            "Keep the 500 B\u00b7A products separate, load the base weights once, and apply each "
+            "request's own adapter in a batched LoRA kernel.",
+        ),
+        (
+            "batch-invariance-temperature-zero", "seed-fixes-it",
+            "Set a fixed seed in the request (or globally with --seed) and the same prompt always "
+            "produces the same answer.",
+            "A seed only pins the sampler; at temperature 0 the logits themselves change with the "
+            "batch, so the same prompt can still produce a different answer.",
+        ),
     ],
 )
 def test_misconceptions_in_the_writers_words_are_flagged(
@@ -2148,6 +2250,70 @@ def test_a_sentence_that_states_the_opposite_in_the_words_unless_names_earns_not
     assert criterion in met(grade(question=question, answer=made))
 
 
+@pytest.mark.parametrize(
+    ("slug", "criterion", "answer", "earned"),
+    [
+        # Round 32's fluent wrong answer gives prefill the memory bound; read by meaning, the
+        # sentence was prefill's point, and with it masked "This is why long prompts are slow"
+        # came next closest. An answer that swaps the bounds makes the point nowhere by meaning.
+        (
+            "inference-bottleneck", "prefill-compute",
+            "The bottleneck is prefill. Reading the prompt is the sequential part, because "
+            "attention has to walk through the prompt token by token to build the KV cache, so it "
+            "is limited by memory bandwidth. Decode is the cheap part: once the KV cache exists, "
+            "each new token is just a lookup into it, which is compute-bound and runs at full "
+            "tensor-core speed. This is why long prompts are slow and long outputs are nearly "
+            "free. Batching does not change anything here, since each request is processed "
+            "independently anyway, and the KV cache is small enough that it never really limits "
+            "concurrency on a modern GPU.",
+            False,
+        ),
+        # Round 22's plain words: the contrast puts "waiting on memory" on the other side, in
+        # words the concepts do not know ("writing answers"); it is not the swap.
+        (
+            "prefill-decode-disaggregation", "independent-config",
+            "It's splitting the work into two stations. One group of machines only reads the "
+            "incoming question and builds the model's working notes about it; those notes are then "
+            "shipped over a fast network link to a second group that only writes the answer word by "
+            "word. The reason is that the two jobs clash when they share a machine: a long incoming "
+            "question hogs the chip and freezes everyone's word-by-word output for a moment, while "
+            "a crowd of ongoing answers delays new questions from getting started. The jobs also "
+            "have different tastes: reading a question is heavy arithmetic and goes faster when "
+            "spread over several chips; writing answers is mostly waiting on memory and benefits "
+            "from serving many people at once with lots of memory for notes. Separate stations let "
+            "you size and tune each for its own target, first-response delay on one side, smooth "
+            "word rate on the other, and shift machines between them as traffic changes. The price: "
+            "the notes for a 4,000-word prompt on a 70-billion-number model are about 1.2 GiB, "
+            "around 25 ms over a 400 Gb/s link; plus the plumbing of a traffic dispatcher and two "
+            "groups that can get out of balance. For a small deployment, just cutting long "
+            "questions into chunks and interleaving them gets you most of the benefit.",
+            True,
+        ),
+    ],
+)
+def test_an_answer_that_gives_prefill_the_memory_bound_makes_its_point_nowhere_by_meaning(
+    bank, slug, criterion, answer, earned,
+):
+    result = grade(question=bank.question(slug), answer=answer)
+    assert (criterion in met(result)) is earned
+
+
+def test_a_rotation_said_to_be_exact_is_not_the_belief_that_it_changes_the_model(bank):
+    """Round 32's strong answer: "Rounding is still approximate, but the rotation itself is
+    exact." names the rotation and approximation, and says the rotation changes nothing."""
+    question = bank.question("rotation-quantization")
+    exact = grade(
+        question=question,
+        answer="Rounding is still approximate, but the rotation itself is exact.",
+    )
+    changed = grade(
+        question=question,
+        answer="The rotation itself is an approximation that alters what the model computes.",
+    )
+    assert "rotation-changes-model" not in flagged(exact)
+    assert "rotation-changes-model" in flagged(changed)
+
+
 def test_why_memory_holds_every_expert_does_not_stand_for_what_a_batch_reads(bank):
     """Round 30's strong answer said first that all experts have to be loaded (memory), then that a
     batch reads every expert each step: the criterion stage read the memory sentence for the batch
@@ -2208,6 +2374,23 @@ def test_choosing_the_smallest_card_that_fits_is_not_the_belief_that_the_cache_i
             "Pretty much whenever you have the engineering capacity, because self-hosting is simply "
             "the cheaper option.",
             "When traffic is spiky, self-host: your own GPU costs nothing while it sits idle.",
+        ),
+        # Rounds 31 and 32's strong answers: the right contrast, read by meaning as the belief.
+        (
+            "semantic-cache-risks", "prefix-cache-stores-answers",
+            "Prefix caching is a different thing entirely: inside the inference engine, it reuses "
+            "the KV cache for an exactly matching token prefix (e.g. a shared system prompt), "
+            "saving prefill compute, and then the model generates a fresh answer. The output is "
+            "the same as without the cache; only TTFT and cost improve. A semantic cache returns "
+            "a stored answer to a different question.",
+            "A prefix cache also stores the answer for a repeated prompt and returns it.",
+        ),
+        (
+            "batch-vs-interactive-cost", "batching-speeds-each-request",
+            "A chat product has per-request latency SLOs: time to first token and time per output "
+            "token. Bigger batches make every sequence's step slower, so you cap the batch size to "
+            "keep TPOT in budget.",
+            "Big batches make each request finish faster, which is why the overnight job is cheaper.",
         ),
     ],
 )
