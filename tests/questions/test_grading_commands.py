@@ -171,6 +171,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout27", "1st", "run", "heldout27", "now", "heldout28", "1st", "run", "heldout28", "now",
         "heldout29", "1st", "run", "heldout29", "now", "heldout30", "1st", "run", "heldout30", "now",
         "heldout31", "1st", "run", "heldout31", "now", "heldout32", "1st", "run", "heldout32", "now",
+        "heldout33", "1st", "run", "heldout33", "now",
     ]
     rows = {line[:36].strip(): line[36:].split() for line in lines if line[:36].strip()}
     columns = [
@@ -184,7 +185,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout23 1st", "heldout23 now", "heldout24 1st", "heldout24 now", "heldout25 1st", "heldout25 now",
         "heldout26 1st", "heldout26 now", "heldout27 1st", "heldout27 now", "heldout28 1st", "heldout28 now",
         "heldout29 1st", "heldout29 now", "heldout30 1st", "heldout30 now", "heldout31 1st", "heldout31 now",
-        "heldout32 1st", "heldout32 now",
+        "heldout32 1st", "heldout32 now", "heldout33 1st", "heldout33 now",
     ]
     misconception = rows["misconception (flagged and <= 50%)"]
     agreement = rows["criterion agreement"]
@@ -261,6 +262,9 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout31": (["51/58", "88%"], "92%", "0.84", ["326/348", "94%"]),
         # Round 32 (session 26, sealed until session 27's start: the grader session 26 left).
         "heldout32": (["51/58", "88%"], "92%", "0.83", ["324/348", "93%"]),
+        # Round 33 (session 27 at its start, sealed until the same session's beliefs in rounds
+        # 31-32's words, the prefill swap read by meaning and three beliefs' false flags gone).
+        "heldout33": (["52/58", "90%"], "91%", "0.83", ["327/348", "94%"]),
     }
     for name, (flagged, agreed, kappa_, right) in first_runs.items():
         at = columns.index(f"{name} 1st")
@@ -305,6 +309,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "first run 2026-12-05 14:47 UTC at caafb74acb03" in text
     assert "first run 2026-12-05 15:49 UTC at 5e9ed23ebf55" in text
     assert "first run 2026-12-05 17:58 UTC at 7aa695e36708" in text
+    assert "first run 2026-12-05 19:01 UTC at 441e14f4355f" in text
     # Rounds 15-17 were tuned on in session 17: the second look's threshold was chosen on rounds
     # 7-15, a rubric fix with round 16's answers and the denial rule with round 17's.
     assert "heldout15: development;" in text and "heldout16: development;" in text
@@ -321,10 +326,12 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "heldout27: development;" in text and "heldout28: development;" in text
     assert "heldout29: development;" in text
     # Round 30 was read and tuned on in session 26 after its first run, rounds 31 and 32 in
-    # session 27 after theirs; every graded round has been read.
+    # session 27 after theirs.
     assert "heldout30: development;" in text
     assert "heldout31: development;" in text and "heldout32: development;" in text
-    assert text.count(": held-out;") == 0
+    # Round 33's first run is the one held-out measurement not yet read.
+    assert "heldout33: held-out;" in text
+    assert text.count(": held-out;") == 1
     # Round 14 was tuned on in session 15 (the criterion stage refitted on rounds 7-14).
     assert "heldout14: development;" in text
     # Rounds 12 and 13 were tuned on in session 13 (the criterion reader's stage was fitted on them).
@@ -352,7 +359,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "heldout30: sealed" not in text
     assert "heldout31: sealed" not in text
     assert "heldout32: sealed" not in text
-    assert "heldout33: sealed (written blind, not graded yet" in text
+    assert "heldout33: sealed" not in text
 
 
 LABELLED = """question = "inference-bottleneck"
