@@ -851,6 +851,15 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "If total throughput rises when the load is split over two client processes, the client "
             "was the bottleneck.",
         ),
+        # Round 28's fluent wrong answer (read again in session 27, when a false flag stopped
+        # holding it to 35%).
+        (
+            "self-host-or-api", "idle-gpu-is-free",
+            "Self-hosting wins when your traffic is low and bursty: you only pay for the GPU-seconds "
+            "you actually use, since the engine idles at near-zero cost between requests.",
+            "Self-hosting loses when your traffic is low and bursty: you pay for every GPU-hour, "
+            "and the engine costs the same between requests as during them.",
+        ),
         (
             "batch-invariance-temperature-zero", "seed-fixes-it",
             "The fix is to set a fixed seed per request so the sampler gives the same output every time.",
@@ -2391,6 +2400,16 @@ def test_choosing_the_smallest_card_that_fits_is_not_the_belief_that_the_cache_i
             "token. Bigger batches make every sequence's step slower, so you cap the batch size to "
             "keep TPOT in budget.",
             "Big batches make each request finish faster, which is why the overnight job is cheaper.",
+        ),
+        # Round 33's strong answer opened on the break-even condition, read by meaning as the
+        # belief that self-hosting always wins; the belief now requires a word that drops the
+        # condition ("always", "at any volume", "as soon as", "low and bursty" ...).
+        (
+            "self-host-or-api", "always-cheaper",
+            "Self-hosting beats the API when the fixed cost of GPUs is spread over enough tokens. A "
+            "GPU bills the same whether it is generating or idle, while an API bills per token.",
+            "Self-hosting beats the API basically whenever you can run the model yourself, because "
+            "API prices include the provider's margin and you skip it.",
         ),
     ],
 )
