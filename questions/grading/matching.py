@@ -30,9 +30,7 @@ _CONTRASTING = re.compile(
 _STATEMENT_BREAK = re.compile(r"[;\u2013\u2014]|\s-\s")
 
 
-def swapped_alternatives(
-    criterion: Criterion, contrasts: Sequence[Sequence[str]],
-) -> list[tuple[list[str], list[str]]]:
+def swapped_alternatives(criterion: Criterion) -> list[tuple[list[str], list[str]]]:
     """Per alternative of a criterion's `match` that says prefill (or the input tokens) is
     compute-bound, that alternative and the same subject said to be memory-bound:
     (prefill + compute_bound, prefill + memory_bound)."""
@@ -56,7 +54,7 @@ def used_concepts(question: Question | FollowUp) -> set[str]:
         used.update(item.unless)
         used.update(getattr(item, "requires", ()))
     for criterion in question.rubric:
-        for _, swapped in swapped_alternatives(criterion, question.contrasts):
+        for _, swapped in swapped_alternatives(criterion):
             used.update(swapped)
     for group in question.contrasts:
         if used & set(group):
@@ -67,9 +65,9 @@ def used_concepts(question: Question | FollowUp) -> set[str]:
 def states_the_swap(
     *, analysis: AnswerAnalysis, index: int, swaps: Sequence[tuple[list[str], list[str]]],
 ) -> bool:
-    """Whether a sentence gives one of a criterion's subjects the other bound, and nowhere the
-    criterion's own ("reading the prompt ... is limited by memory bandwidth" for "prefill is
-    compute-bound"; "prefill is compute-bound while decode is memory-bound" keeps both)."""
+    """Whether a sentence gives the criterion's subject the memory bound, and not its own
+    ("reading the prompt ... is limited by memory bandwidth" for "prefill is compute-bound";
+    "prefill is compute-bound while decode is memory-bound" keeps both)."""
     sentence = analysis.sentences[index]
     text = analysis.text
 

@@ -923,15 +923,16 @@ def semantic_evidence(
         concept the criterion's `unless` names. `unless` marks a sentence that says something
         else with the point's words ("Wide EP is chosen to reduce communication: ... the
         all-to-all shrinks" is close in meaning to why wide EP pays, and says the opposite), so
-        meaning may not credit it either (round 30)."""
+        meaning may not credit it either (round 30); and none at all for prefill's compute-bound
+        point in an answer that gives prefill the memory bound (matching.states_the_swap)."""
         allowed = known & ~naming(item.unless) if item.unless else known
-        swaps = swapped_alternatives(item, question.contrasts)
+        swaps = swapped_alternatives(item)
         if swaps and any(
             states_the_swap(analysis=analysis, index=i, swaps=swaps)
             for i in range(len(analysis.sentences))
         ):
-            # An answer that gives the point's subject the other bound (matching.OPPOSITE_BOUND)
-            # has said where it stands: "reading the prompt is limited by memory bandwidth" is
+            # An answer that gives prefill the memory bound (matching.SWAPPABLE_BOUND) has said
+            # where it stands: "reading the prompt is limited by memory bandwidth" is
             # the swap, close in meaning to prefill's point, and no other sentence of it makes
             # that point in other words ("this is why long prompts are slow" came next closest
             # in round 32's fluent wrong answer). The patterns still credit the point said
