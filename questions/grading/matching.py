@@ -17,7 +17,6 @@ def _alternatives(match: Sequence[str]) -> list[list[str]]:
 # swaps the bounds ("prefill is memory-bound because it writes the whole cache") uses the point's
 # own words about its own subject, which puts the sentence close in meaning to the point it
 # contradicts. Decode is left out: "batching pushes decode toward compute-bound" is right.
-SWAPPABLE_BOUND = {"compute_bound": "memory_bound"}
 SWAP_SUBJECTS = frozenset({"prefill", "input_tokens"})
 # The swap names its subject, then the bound, in one statement. A contrast between them may give
 # the bound to the other side in words the concepts do not know ("reading a question is heavy
@@ -30,20 +29,15 @@ _CONTRASTING = re.compile(
 _STATEMENT_BREAK = re.compile(r"[;\u2013\u2014]|\s-\s")
 
 
-def swapped_alternatives(criterion: Criterion) -> list[tuple[list[str], list[str]]]:
-    """Per alternative of a criterion's `match` that says prefill (or the input tokens) is
-    compute-bound, that alternative and the same subject said to be memory-bound:
-    (prefill + compute_bound, prefill + memory_bound)."""
-    swaps: list[tuple[list[str], list[str]]] = []
-    for alternative in _alternatives(criterion.match):
-        if len(alternative) != 2 or not SWAP_SUBJECTS & set(alternative):
-            continue
-        bounds = [c for c in alternative if c in SWAPPABLE_BOUND]
-        if len(bounds) != 1:
-            continue
-        swapped = [SWAPPABLE_BOUND[c] if c == bounds[0] else c for c in alternative]
-        swaps.append((alternative, swapped))
-    return swaps
+def swap_subjects(criterion: Criterion) -> list[str]:
+    """The subjects (prefill, the input tokens) a criterion's `match` says are compute-bound
+    ("prefill + compute_bound"): the ones an answer can swap to memory-bound."""
+    return [
+        subject
+        for alternative in _alternatives(criterion.match)
+        if len(alternative) == 2 and "compute_bound" in alternative
+        for subject in alternative if subject in SWAP_SUBJECTS
+    ]
 
 
 def used_concepts(question: Question | FollowUp) -> set[str]:
@@ -53,26 +47,23 @@ def used_concepts(question: Question | FollowUp) -> set[str]:
             used.update(alternative)
         used.update(item.unless)
         used.update(getattr(item, "requires", ()))
-    for criterion in question.rubric:
-        for _, swapped in swapped_alternatives(criterion):
-            used.update(swapped)
+    if any(swap_subjects(criterion) for criterion in question.rubric):
+        used.add("memory_bound")
     for group in question.contrasts:
         if used & set(group):
             used.update(group)
     return used
 
 
-def states_the_swap(
-    *, analysis: AnswerAnalysis, index: int, swaps: Sequence[tuple[list[str], list[str]]],
-) -> bool:
-    """Whether a sentence gives the criterion's subject the memory bound, and not its own
+def states_the_swap(*, analysis: AnswerAnalysis, index: int, subjects: Sequence[str]) -> bool:
+    """Whether a sentence says one of these subjects is memory-bound, and not compute-bound
     ("reading the prompt ... is limited by memory bandwidth" for "prefill is compute-bound";
     "prefill is compute-bound while decode is memory-bound" keeps both)."""
     sentence = analysis.sentences[index]
     text = analysis.text
 
-    def subject_then_bound(subject: str, bound: str) -> bool:
-        for said in (o for o in sentence.occurrences.get(bound, ()) if not o.negated):
+    def subject_then_bound(subject: str) -> bool:
+        for said in (o for o in sentence.occurrences.get("memory_bound", ()) if not o.negated):
             for named in (o for o in sentence.occurrences.get(subject, ()) if not o.negated):
                 between = text[named.end:said.start]
                 if named.start < said.start and not (
@@ -81,16 +72,12 @@ def states_the_swap(
                     return True
         return False
 
-    for alternative, swapped in swaps:
-        if not holds(analysis=analysis, index=index, alternative=swapped) or holds(
-            analysis=analysis, index=index, alternative=alternative,
-        ):
-            continue
-        subject = next(c for c in swapped if c in SWAP_SUBJECTS)
-        bound = next(c for c in swapped if c != subject)
-        if subject_then_bound(subject, bound):
-            return True
-    return False
+    return any(
+        holds(analysis=analysis, index=index, alternative=[subject, "memory_bound"])
+        and not holds(analysis=analysis, index=index, alternative=[subject, "compute_bound"])
+        and subject_then_bound(subject)
+        for subject in subjects
+    )
 
 
 def _matching_sentences(

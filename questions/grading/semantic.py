@@ -45,7 +45,7 @@ from questions.grading.embedding import encoder, unit
 from questions.grading.matching import (
     _matching_sentences,
     states_the_swap,
-    swapped_alternatives,
+    swap_subjects,
     used_concepts,
 )
 from questions.grading.text import AnswerAnalysis, analyse, any_present, split_sentences
@@ -926,12 +926,12 @@ def semantic_evidence(
         meaning may not credit it either (round 30); and none at all for prefill's compute-bound
         point in an answer that gives prefill the memory bound (matching.states_the_swap)."""
         allowed = known & ~naming(item.unless) if item.unless else known
-        swaps = swapped_alternatives(item)
-        if swaps and any(
-            states_the_swap(analysis=analysis, index=i, swaps=swaps)
+        subjects = swap_subjects(item)
+        if subjects and any(
+            states_the_swap(analysis=analysis, index=i, subjects=subjects)
             for i in range(len(analysis.sentences))
         ):
-            # An answer that gives prefill the memory bound (matching.SWAPPABLE_BOUND) has said
+            # An answer that gives prefill the memory bound (matching.SWAP_SUBJECTS) has said
             # where it stands: "reading the prompt is limited by memory bandwidth" is
             # the swap, close in meaning to prefill's point, and no other sentence of it makes
             # that point in other words ("this is why long prompts are slow" came next closest
