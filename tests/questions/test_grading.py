@@ -1833,6 +1833,48 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "A seed only pins the sampler; at temperature 0 the logits themselves change with the "
             "batch, so the same prompt can still produce a different answer.",
         ),
+        # Round 34 (after its first run).
+        (
+            "expert-parallel-all-to-all", "ep-is-replicas",
+            "Expert parallelism is the MoE version of data parallelism: every GPU holds a complete "
+            "copy of all the experts, and the incoming requests are divided between GPUs.",
+            "Expert parallelism is not a version of data parallelism: every GPU holds a different "
+            "subset of the experts, and each token is sent to the GPU that holds its expert.",
+        ),
+        (
+            "batch-vs-interactive-cost", "batching-speeds-each-request",
+            "Each read of the weights now serves 200 sequences, and every one of those sequences "
+            "also gets its tokens out quicker than it would in a small batch.",
+            "Each read of the weights now serves 200 sequences, and every one of those sequences "
+            "gets its tokens out a little slower than it would in a small batch.",
+        ),
+        (
+            "fp8-vs-int4", "fp8-runs-anywhere",
+            "FP8 is just a number format, so it works on whatever GPUs you already have: an A100 "
+            "fleet gets the same 2x matmul speedup as an H100.",
+            "FP8 needs FP8 tensor cores: an A100 fleet gets no matmul speedup from it, unlike an "
+            "H100.",
+        ),
+        (
+            "open-vs-closed-loop", "more-users-fixes-it",
+            "The fix is simply scale. If you run the closed loop with enough virtual users, say "
+            "1,000 instead of 32, a stall is fully covered.",
+            "The fix is an open loop. However many closed-loop users you run, each still waits for "
+            "its reply, so a stall still slows the arrivals.",
+        ),
+        (
+            "self-host-or-api", "idle-gpu-is-free",
+            "Even spiky or low traffic is fine, since the idle periods cost nothing.",
+            "Spiky or low traffic is where it loses, since the idle periods cost the full hourly "
+            "rate.",
+        ),
+        (
+            "weight-only-vs-w8a8-kernels", "cpu-dequantizes-to-float",
+            "On a CPU, llama.cpp expands each 4-bit weight back into a float32 and does an "
+            "ordinary FP32 multiply-add with the float activations using AVX.",
+            "On a CPU, llama.cpp quantizes the activations to 8-bit and multiplies them with the "
+            "4-bit weights in integer dot products (AVX2/AVX-512 VNNI).",
+        ),
     ],
 )
 def test_misconceptions_in_the_writers_words_are_flagged(
@@ -2147,6 +2189,28 @@ def test_otherwise_inside_a_clause_keeps_the_claim_and_opening_a_sentence_suppos
             "Every pass over the weights now yields 200 tokens instead of 8.",
             "Every pass over the weights now takes a little longer than before.",
         ),
+        # Round 34's strong and plain-words answers.
+        (
+            "long-context-prefill-parallel", "ring-overlap",
+            "Every rank computes attention with the K/V block it holds while it sends that K/V "
+            "block on to its neighbour and receives the next one.",
+            "Every rank computes attention with the K/V block it holds, then waits for the next "
+            "one to arrive.",
+        ),
+        (
+            "small-model-quant-gain", "weights-not-dominant",
+            "A 1-billion-number model is only about 2 GB, which the card reads in a fraction of a "
+            "millisecond.",
+            "A 1-billion-number model is only about 2 GB, so it fits on any card.",
+        ),
+        (
+            # "Once they're gone" is the sink tokens leaving (every partial answer of rounds 12-34
+            # says it), not the limit of the fix.
+            "sliding-window-attention-sinks", "fix-and-limit",
+            "It only keeps the model stable: anything outside the window is still gone.",
+            "Once they're gone, that probability lands on ordinary tokens and the hidden states go "
+            "haywire.",
+        ),
     ],
 )
 def test_points_in_the_writers_plain_words_are_credited(bank, patterns_only, slug, criterion, earns, near_miss):
@@ -2410,6 +2474,15 @@ def test_choosing_the_smallest_card_that_fits_is_not_the_belief_that_the_cache_i
             "GPU bills the same whether it is generating or idle, while an API bills per token.",
             "Self-hosting beats the API basically whenever you can run the model yourself, because "
             "API prices include the provider's margin and you skip it.",
+        ),
+        # Round 34's strong answer said what does cut latency, tensor parallelism, and that
+        # sentence was read by meaning as the pipeline belief; the belief now requires the
+        # pipeline, its stages or its layers.
+        (
+            "tensor-vs-pipeline-serving", "pp-cuts-latency",
+            "Each GPU reads only 1/8 of the weights per step, so the bandwidth floor drops to "
+            "roughly 5 ms per token. TP is what cuts per-token latency.",
+            "Pipeline parallelism cuts per-token latency because each GPU does less work.",
         ),
     ],
 )
