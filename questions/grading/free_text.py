@@ -11,6 +11,7 @@ from questions.grading.matching import (
     _alternatives,
     _matching_sentences,
     alternatives_held,
+    denies,
     used_concepts,
 )
 from questions.grading.results import (
@@ -26,6 +27,7 @@ from questions.grading.semantic import (
     SemanticEvidence,
     SemanticModel,
     logit,
+    negated,
     semantic_evidence,
     statement_of,
 )
@@ -284,6 +286,22 @@ def grade_rubric(
             # sure reading of that sentence, which weighed the same words in order
             # ("large batches make every request finish faster" names batching's efficiency
             # and states the belief).
+            semantic = None
+        if (
+            semantic is not None and not semantic.read_as_stated and not found
+            and semantic.unit.first == semantic.unit.last
+            and negated(analysis.sentences[semantic.unit.first].sentence.text)
+            and denies(analysis=analysis, index=semantic.unit.first, match=misconception.match)
+        ):
+            # Read word by word, the sentence names the belief's concepts and denies one
+            # ("Note that the small model is not "compute-bound"", round 35's strong answer, read
+            # by meaning as stating that a small model is compute-bound): the explicit reading
+            # wins here too, unless the belief reader is sure. A pair of sentences may state the
+            # belief in the one and deny something else in the other ("it returns the completion
+            # it generated last time. ... it can't return a wrong answer", round 26), and a
+            # sentence whose negations cancel ("cannot be divided ... cannot be split") or that
+            # the polarity cues do not count as negated ("instead of matching on embeddings")
+            # denies nothing as a whole.
             semantic = None
         if semantic is not None:
             wrong_sentences.update(range(semantic.unit.first, semantic.unit.last + 1))

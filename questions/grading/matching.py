@@ -130,3 +130,21 @@ def alternatives_held(
     """How many of a criterion's alternatives hold in one sentence: of several sentences that
     earn a criterion, the one where more of them hold states more of the point."""
     return sum(1 for _ in _held(analysis=analysis, index=index, match=match, tainted=tainted))
+
+
+def denies(*, analysis: AnswerAnalysis, index: int, match: Sequence[str]) -> bool:
+    """Whether sentence `index` names every concept of one of a belief's alternatives, affirms
+    one and denies another ("the small model is not compute-bound" for "small_model +
+    compute_bound"): read word by word, it says the opposite of the belief about its subject.
+    A one-concept alternative has no subject apart from its claim, and a negation read over it
+    may belong to a clause beside it ("pages of sequences that aren't currently being computed
+    are paged out to CPU RAM", round 12), so it denies nothing here."""
+    sentence = analysis.sentences[index]
+    for alternative in _alternatives(match):
+        if len(alternative) < 2:
+            continue
+        named = all(sentence.occurrences.get(c) or c in sentence.inherited for c in alternative)
+        affirmed = [c for c in alternative if sentence.present(c)]
+        if named and affirmed and len(affirmed) < len(alternative):
+            return True
+    return False

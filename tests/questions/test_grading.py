@@ -1875,6 +1875,63 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "On a CPU, llama.cpp quantizes the activations to 8-bit and multiplies them with the "
             "4-bit weights in integer dot products (AVX2/AVX-512 VNNI).",
         ),
+        # Round 35 (after its first run).
+        (
+            "dp-attention-wide-ep", "wide-ep-for-capacity",
+            "Wide EP is fundamentally a memory-capacity decision.",
+            "Wide EP is not a memory-capacity decision: the weights already fit on one node, and "
+            "going wide gathers enough tokens on each expert.",
+        ),
+        (
+            "long-context-cost", "prefill-grows-linearly",
+            "Prefill is straightforward: compute is about 2 FLOPs per parameter per token, so it "
+            "scales linearly with prompt length.",
+            "Prefill is not straightforward: attention grows with the square of the prompt, so it "
+            "scales faster than the prompt length.",
+        ),
+        (
+            "p99-from-twenty-requests", "mean-instead",
+            "What I'd do is report the mean TTFT with its standard deviation.",
+            "What I'd do is report the P99 with its confidence interval, from enough requests.",
+        ),
+        (
+            "prefix-cache-what-must-match", "shared-text-anywhere",
+            "That means common content doesn't have to be at the start.",
+            "That means common content has to be at the start, or it is recomputed.",
+        ),
+        (
+            "right-size-gpu", "decode-needs-flops",
+            "For 20 concurrent users the real question is compute, so I'd compare cards by dense "
+            "TFLOPS per dollar.",
+            "For 20 concurrent users the real question is memory bandwidth, so I'd compare cards "
+            "by GB/s per dollar.",
+        ),
+        (
+            "rotation-quantization", "rotation-gathers-outliers",
+            "A well-chosen orthogonal matrix gathers the large-magnitude outlier features into a "
+            "small, fixed set of channels.",
+            "A well-chosen orthogonal matrix spreads the large-magnitude outlier features across "
+            "all the channels.",
+        ),
+        (
+            "semantic-cache-risks", "prefix-cache-stores-answers",
+            "Prefix caching keeps the responses to prompts it has seen and replays them.",
+            "Prefix caching keeps the keys and values of prompts it has seen and reuses them.",
+        ),
+        (
+            "small-model-quant-gain", "proportional-always",
+            "Going from 16-bit to 4-bit quantization should give close to a 4x speedup for any "
+            "model, 1B or 70B.",
+            "Going from 16-bit to 4-bit quantization gives close to a 4x speedup only where the "
+            "weight read dominates the step, as on a 70B model.",
+        ),
+        (
+            "weight-only-quant-speedup", "weight-quant-shrinks-kv",
+            "Because the projections now produce lower-precision keys and values, the KV cache "
+            "shrinks along with them.",
+            "The projections still produce BF16 keys and values, so the KV cache stays the same "
+            "size.",
+        ),
     ],
 )
 def test_misconceptions_in_the_writers_words_are_flagged(
@@ -2211,6 +2268,25 @@ def test_otherwise_inside_a_clause_keeps_the_claim_and_opening_a_sentence_suppos
             "Once they're gone, that probability lands on ordinary tokens and the hidden states go "
             "haywire.",
         ),
+        # Round 35's plain-words and strong answers.
+        (
+            "batch-invariance-temperature-zero", "reduction-order",
+            "The low-level routines pick different ways to split up their sums depending on the "
+            "size of the group.",
+            "The low-level routines run the same sums whatever the size of the group.",
+        ),
+        (
+            "batch-invariance-temperature-zero", "fix",
+            "The fix is to use routines that always add things up in the same fixed order "
+            "regardless of group size.",
+            "The fix is to send each request on its own, so the group never changes.",
+        ),
+        (
+            # The bank's own paraphrase of the contrast: what KV quantization leaves alone.
+            "kv-cache-quantization", "vs-weights",
+            "KV quantization leaves the weights untouched.",
+            "KV quantization also shrinks the weights.",
+        ),
     ],
 )
 def test_points_in_the_writers_plain_words_are_credited(bank, patterns_only, slug, criterion, earns, near_miss):
@@ -2484,6 +2560,14 @@ def test_choosing_the_smallest_card_that_fits_is_not_the_belief_that_the_cache_i
             "roughly 5 ms per token. TP is what cuts per-token latency.",
             "Pipeline parallelism cuts per-token latency because each GPU does less work.",
         ),
+        # Round 35's strong answer: "big" sized the matrices, and the sentence gave decode its
+        # intensity of about 1 FLOP/byte.
+        (
+            "arithmetic-intensity", "decode-compute-bound",
+            "In batch-1 decode, the big matmuls are really matrix-vector products: each weight is "
+            "used for one multiply-add (2 FLOPs), so intensity is ~1 FLOP/byte.",
+            "Decode has a big arithmetic intensity, so it is limited by compute.",
+        ),
     ],
 )
 def test_a_belief_is_not_read_in_a_sentence_that_names_nothing_it_is_about(
@@ -2492,3 +2576,41 @@ def test_a_belief_is_not_read_in_a_sentence_that_names_nothing_it_is_about(
     question = bank.question(slug)
     assert misconception not in flagged(grade(question=question, answer=unrelated))
     assert misconception in flagged(grade(question=question, answer=stated))
+
+
+def test_a_sentence_that_denies_the_belief_in_its_words_is_not_read_as_stating_it(bank):
+    # Round 35's strong answer: the pattern layer reads "is not compute-bound" as a denial; by
+    # meaning alone (decision model 0.14, belief reader 1.75) it read as the belief.
+    question = bank.question("small-model-quant-gain")
+    strong = (
+        "Because in a 1B model the weight read is no longer what the step is spending its time "
+        "on. In BF16 the weights are ~2 GB; an H100 at ~3 TB/s streams that in roughly 0.7 ms. "
+        "4-bit cuts that to ~0.2 ms, but the step was never just that read. There is a fixed "
+        "amount of work per step that does not depend on bytes per weight: hundreds of kernel "
+        "launches, the sampler, the scheduler and other Python on the CPU side, detokenization."
+        " For a small model those can be as large as or larger than the weight read.\n\nOther "
+        "things also stay the same: the KV-cache reads (at a few thousand tokens of context and"
+        " a moderate batch, the cache can be as big as the whole 2 GB of weights), activations,"
+        " and on top of that the 4-bit kernels have to dequantize, which adds some work and may"
+        " be less tuned than the BF16 path.\n\nSo it is Amdahl's law: quantization only shrinks "
+        "the weight-read fraction of the step. If that was 30% of the step, even making it free"
+        " saves 30%. Note that the small model is not \"compute-bound\"; at batch B the matmuls "
+        "still do about B FLOPs per weight byte, same as a big model. The fixes are CUDA graphs"
+        " to kill launch overhead, larger batches, or accepting that 4-bit pays off on bigger "
+        "models."
+    )
+    assert 'Note that the small model is not "compute-bound"' in strong
+    assert "small-model-compute-bound" not in flagged(grade(question=question, answer=strong))
+    stated = strong.replace('is not "compute-bound"', "is compute-bound")
+    assert "small-model-compute-bound" in flagged(grade(question=question, answer=stated))
+    # Two negations that cancel deny nothing as a whole: round 34's fluent wrong answer keeps its
+    # flag for splitting MLA's cache by heads.
+    wrong = (
+        "Tensor parallelism is avoided for attention because MLA's 128 heads cannot be divided "
+        "evenly across 8 GPUs, and the softmax cannot be split. Data-parallel attention means "
+        "each request's attention is split token-wise across all GPUs so that every GPU sees the "
+        "whole batch. Wide EP is used because experts fire so rarely that giving each one its own "
+        "GPU reduces the number of all-to-all messages to zero, which is why it beats TP."
+    )
+    dp_attention = bank.question("dp-attention-wide-ep")
+    assert "tp-splits-cache" in flagged(grade(question=dp_attention, answer=wrong))
