@@ -172,7 +172,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout29", "1st", "run", "heldout29", "now", "heldout30", "1st", "run", "heldout30", "now",
         "heldout31", "1st", "run", "heldout31", "now", "heldout32", "1st", "run", "heldout32", "now",
         "heldout33", "1st", "run", "heldout33", "now", "heldout34", "1st", "run", "heldout34", "now",
-        "heldout35", "1st", "run", "heldout35", "now",
+        "heldout35", "1st", "run", "heldout35", "now", "heldout36", "1st", "run", "heldout36", "now",
     ]
     rows = {line[:36].strip(): line[36:].split() for line in lines if line[:36].strip()}
     columns = [
@@ -187,7 +187,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout26 1st", "heldout26 now", "heldout27 1st", "heldout27 now", "heldout28 1st", "heldout28 now",
         "heldout29 1st", "heldout29 now", "heldout30 1st", "heldout30 now", "heldout31 1st", "heldout31 now",
         "heldout32 1st", "heldout32 now", "heldout33 1st", "heldout33 now", "heldout34 1st",
-        "heldout34 now", "heldout35 1st", "heldout35 now",
+        "heldout34 now", "heldout35 1st", "heldout35 now", "heldout36 1st", "heldout36 now",
     ]
     misconception = rows["misconception (flagged and <= 50%)"]
     agreement = rows["criterion agreement"]
@@ -272,6 +272,9 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         # Round 35 (session 28 at its start, sealed until the same session's beliefs in round 34's
         # words, the pipeline belief's `requires` and the sliding window's limit).
         "heldout35": (["49/58", "84%"], "92%", "0.84", ["323/348", "93%"]),
+        # Round 36 (session 28, sealed until session 29's start and round 35's beliefs, read
+        # at its start, and the rule that a negated sentence denying a belief does not state it).
+        "heldout36": (["49/58", "84%"], "92%", "0.83", ["321/348", "92%"]),
     }
     for name, (flagged, agreed, kappa_, right) in first_runs.items():
         at = columns.index(f"{name} 1st")
@@ -319,6 +322,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "first run 2026-12-05 19:01 UTC at 441e14f4355f" in text
     assert "first run 2026-12-05 21:11 UTC at acf7e8957356" in text
     assert "first run 2026-12-05 22:54 UTC at 6200e991ff17" in text
+    assert "first run 2026-12-06 01:54 UTC at e88e9f254994" in text
     # Rounds 15-17 were tuned on in session 17: the second look's threshold was chosen on rounds
     # 7-15, a rubric fix with round 16's answers and the denial rule with round 17's.
     assert "heldout15: development;" in text and "heldout16: development;" in text
@@ -344,7 +348,9 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "heldout34: development;" in text
     # Round 35 was read and tuned on in session 29 after its first run.
     assert "heldout35: development;" in text
-    assert text.count(": held-out;") == 0
+    # Round 36 is graded (its first run) and not yet read.
+    assert "heldout36: held-out;" in text
+    assert text.count(": held-out;") == 1
     # Round 14 was tuned on in session 15 (the criterion stage refitted on rounds 7-14).
     assert "heldout14: development;" in text
     # Rounds 12 and 13 were tuned on in session 13 (the criterion reader's stage was fitted on them).
@@ -375,7 +381,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "heldout33: sealed" not in text
     assert "heldout34: sealed" not in text
     assert "heldout35: sealed" not in text
-    assert "heldout36: sealed (written blind, not graded yet" in text
+    assert "heldout36: sealed" not in text
 
 
 LABELLED = """question = "inference-bottleneck"
