@@ -296,12 +296,11 @@ def grade_rubric(
             # Read word by word, the sentence names the belief's concepts and denies one
             # ("Note that the small model is not "compute-bound"", round 35's strong answer, read
             # by meaning as stating that a small model is compute-bound): the explicit reading
-            # wins here too, unless the belief reader is sure. A pair of sentences may state the
-            # belief in the one and deny something else in the other ("it returns the completion
-            # it generated last time. ... it can't return a wrong answer", round 26), and a
-            # sentence whose negations cancel ("cannot be divided ... cannot be split") or that
-            # the polarity cues do not count as negated ("instead of matching on embeddings")
-            # denies nothing as a whole.
+            # wins here too, unless the belief reader is sure. Only a single sentence: a pair may
+            # state the belief in the one and deny something else in the other. A sentence whose
+            # negations cancel ("cannot be divided ... cannot be split", round 34) or that the
+            # polarity cues do not count as negated ("instead of matching on embeddings, ... it
+            # returns the completion it generated last time", round 26) denies nothing as a whole.
             semantic = None
         if semantic is not None:
             wrong_sentences.update(range(semantic.unit.first, semantic.unit.last + 1))
