@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from questions.bank import Criterion, FollowUp, Question
+from questions.bank import Criterion, FollowUp, Misconception, Question
 from questions.grading import belief_reader
 from questions.grading.matching import (
     _alternatives,
@@ -26,6 +26,7 @@ from questions.grading.results import (
 from questions.grading.semantic import (
     SemanticEvidence,
     SemanticModel,
+    Unit,
     logit,
     negated,
     semantic_evidence,
@@ -260,6 +261,34 @@ def _credited_by_patterns(
     return False
 
 
+def _read_otherwise_in_words(
+    evidence: RubricEvidence, question: Question | FollowUp, misconception: Misconception,
+    unit: Unit,
+) -> bool:
+    """Whether the patterns read a unit that the meaning layers take as stating a belief as
+    saying something else; the explicit reading then wins over the bi-encoder's (the caller
+    keeps the belief reader's sure reading, which weighed the same words in order: "large
+    batches make every request finish faster" names batching's efficiency and states the
+    belief).
+
+    Two readings count. The unit earns a point the belief contradicts ("GPUs have far more
+    compute than bandwidth" is not "compute is the limit"). Or it is one sentence that names
+    the belief's concepts and denies one ('Note that the small model is not "compute-bound"',
+    round 35's strong answer): only a single sentence, since a pair may state the belief in the
+    one and deny something else in the other, and only one negated as a whole, since negations
+    that cancel ("cannot be divided ... cannot be split", round 34) or that the polarity cues do
+    not count ("instead of matching on embeddings, ... it returns the completion it generated
+    last time", round 26) deny nothing as a whole."""
+    if _credited_by_patterns(evidence, question, unit.first, unit.last, misconception.voids):
+        return True
+    analysis = evidence.analysis
+    return (
+        unit.first == unit.last
+        and negated(analysis.sentences[unit.first].sentence.text)
+        and denies(analysis=analysis, index=unit.first, match=misconception.match)
+    )
+
+
 def grade_rubric(
     *, question: Question | FollowUp, answer: str, apply_keyword_cap: bool = True,
 ) -> tuple[tuple[CriterionResult, ...], tuple[MisconceptionHit, ...], str | None]:
@@ -276,31 +305,10 @@ def grade_rubric(
     ):
         # `unless` guards the patterns ("compute-bound" near "batching"); the semantic match
         # already weighed the whole sentence against the right statements.
-        if semantic is not None and not semantic.read_as_stated and not found and _credited_by_patterns(
-            evidence, question, semantic.unit.first, semantic.unit.last, misconception.voids,
-        ):
-            # Read by meaning alone, the sentence states the belief; read by the patterns
-            # (relations and negation included) it earns a point the belief contradicts
-            # ("GPUs have far more compute than bandwidth" is not "compute is the limit").
-            # The explicit reading wins over the bi-encoder's, not over the belief reader's
-            # sure reading of that sentence, which weighed the same words in order
-            # ("large batches make every request finish faster" names batching's efficiency
-            # and states the belief).
-            semantic = None
         if (
             semantic is not None and not semantic.read_as_stated and not found
-            and semantic.unit.first == semantic.unit.last
-            and negated(analysis.sentences[semantic.unit.first].sentence.text)
-            and denies(analysis=analysis, index=semantic.unit.first, match=misconception.match)
+            and _read_otherwise_in_words(evidence, question, misconception, semantic.unit)
         ):
-            # Read word by word, the sentence names the belief's concepts and denies one
-            # ("Note that the small model is not "compute-bound"", round 35's strong answer, read
-            # by meaning as stating that a small model is compute-bound): the explicit reading
-            # wins here too, unless the belief reader is sure. Only a single sentence: a pair may
-            # state the belief in the one and deny something else in the other. A sentence whose
-            # negations cancel ("cannot be divided ... cannot be split", round 34) or that the
-            # polarity cues do not count as negated ("instead of matching on embeddings, ... it
-            # returns the completion it generated last time", round 26) denies nothing as a whole.
             semantic = None
         if semantic is not None:
             wrong_sentences.update(range(semantic.unit.first, semantic.unit.last + 1))
