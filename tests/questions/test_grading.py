@@ -1932,6 +1932,80 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "The projections still produce BF16 keys and values, so the KV cache stays the same "
             "size.",
         ),
+        # Round 36's missed misconception answers, in their writers' words.
+        (
+            "batch-invariance-temperature-zero", "seed-fixes-it",
+            "The fix is simply to pin the seed.",
+            "The fix is to use batch-invariant kernels, whatever seed the request carries.",
+        ),
+        (
+            "batch-invariance-temperature-zero", "seed-fixes-it",
+            "With a fixed seed, the sampler produces the same sequence of random numbers every "
+            "time and the outputs become reproducible.",
+            "With batch-invariant kernels, every batch size produces the same sums and the outputs "
+            "become reproducible.",
+        ),
+        (
+            "benchmark-warmup", "warmup-pointless",
+            "Honestly, warm-up requests are mostly cargo cult from the days of JIT-compiled services.",
+            "Warm-up requests absorb the one-off costs: graph capture, allocator growth and cold "
+            "caches.",
+        ),
+        (
+            "benchmark-warmup", "warmup-pointless",
+            "I start measuring from the first request after the health check.",
+            "I start measuring once the first few requests have run and the latencies have settled.",
+        ),
+        (
+            "client-bottleneck", "client-never-bottleneck",
+            "The client can basically be ruled out.",
+            "The client can run out of CPU or connections long before the GPU is full.",
+        ),
+        (
+            "long-context-cost", "prefill-grows-linearly",
+            "Prefill time is predictable, scaling in a straight line with prompt length.",
+            "Prefill time grows faster than the prompt once attention's share of the work "
+            "dominates.",
+        ),
+        (
+            "long-context-cost", "prefill-grows-linearly",
+            "A 128k prompt is simply 32 times the work of a 4k one.",
+            "A 128k prompt is far more than 32 times the attention work of a 4k one.",
+        ),
+        (
+            "many-lora-adapters", "average-adapters",
+            "You can average the 500 B A products into one combined delta and fold it into the base.",
+            "You keep the 500 B A products apart and apply each request's own next to the shared "
+            "base.",
+        ),
+        (
+            "open-vs-closed-loop", "more-users-fixes-it",
+            "The cure is simply to scale up the virtual users.",
+            "The cure is to send requests on a timer at the target rate, whatever has finished.",
+        ),
+        (
+            "quantization-tradeoff", "free-lunch",
+            "With today's methods 4-bit quantization really doesn't trade anything you'd notice.",
+            "With today's methods 4-bit quantization costs a little accuracy, so measure it on "
+            "your own tasks.",
+        ),
+        (
+            "quantization-tradeoff", "free-lunch",
+            "The calibration step takes care of it, so there's no need to re-run evals.",
+            "The calibration step helps, but re-run your evals on the quantized checkpoint.",
+        ),
+        (
+            "rotation-quantization", "rotation-gathers-outliers",
+            "The rotation is chosen to concentrate those outliers: it maps the high-magnitude "
+            "directions onto a small, fixed set of channels.",
+            "The rotation is chosen to spread those outliers: it mixes the high-magnitude "
+            "directions across every channel.",
+        ),
+        (
+            "self-host-or-api", "idle-gpu-is-free",
+            "Scale replicas to zero overnight and you only pay for the GPU-hours you actually use.",
+            "A reserved GPU bills you for every hour, whether it serves anyone or sits idle.",
+        ),
     ],
 )
 def test_misconceptions_in_the_writers_words_are_flagged(
@@ -2287,6 +2361,25 @@ def test_otherwise_inside_a_clause_keeps_the_claim_and_opening_a_sentence_suppos
             "KV quantization leaves the weights untouched.",
             "KV quantization also shrinks the weights.",
         ),
+        # Round 36's plain-words answer: pipeline parallelism as an assembly line.
+        (
+            "tensor-vs-pipeline-serving", "pp-stages",
+            "Give each card a consecutive range of layers, like an assembly line.",
+            "Give each card a full copy of the model and split the users between them.",
+        ),
+        (
+            "tensor-vs-pipeline-serving", "pp-latency",
+            "Each word still walks through every station in order, so one user's reply is no "
+            "faster.",
+            "Each word skips most of the stations, so one user's reply comes out faster.",
+        ),
+        (
+            "tensor-vs-pipeline-serving", "layout",
+            "The usual arrangement is slicing within a server and the assembly line between "
+            "servers.",
+            "The usual arrangement is the assembly line within a server and slicing between "
+            "servers.",
+        ),
     ],
 )
 def test_points_in_the_writers_plain_words_are_credited(bank, patterns_only, slug, criterion, earns, near_miss):
@@ -2614,3 +2707,16 @@ def test_a_sentence_that_denies_the_belief_in_its_words_is_not_read_as_stating_i
     )
     dp_attention = bank.question("dp-attention-wide-ep")
     assert "tp-splits-cache" in flagged(grade(question=dp_attention, answer=wrong))
+
+
+def test_where_whole_experts_live_per_layer_is_not_the_cost_of_the_exchange(bank, patterns_only):
+    # Round 36's partial answer: "each GPU holds 4 complete experts per layer" says where the
+    # experts live; the cost point is about the all-to-all exchanges, which it never names.
+    question = bank.question("expert-parallel-all-to-all")
+    placement = (
+        "Expert parallelism puts whole experts on different GPUs: with 256 experts and 64 GPUs "
+        "each GPU holds 4 complete experts per layer."
+    )
+    assert "cost" not in met(grade(question=question, answer=placement))
+    exchange = "The dispatch and combine all-to-alls run at every MoE layer, and each one holds up the step."
+    assert "cost" in met(grade(question=question, answer=exchange))
