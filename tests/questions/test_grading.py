@@ -2006,6 +2006,55 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "Scale replicas to zero overnight and you only pay for the GPU-hours you actually use.",
             "A reserved GPU bills you for every hour, whether it serves anyone or sits idle.",
         ),
+        # Round 37's missed misconception answers, in their writers' words.
+        (
+            "dp-attention-wide-ep", "wide-ep-for-capacity",
+            "The experts go wide for a simpler reason, memory.",
+            "The experts go wide so that each one sees enough tokens per step to run efficiently.",
+        ),
+        (
+            "draft-model-vs-medusa-eagle", "draft-shares-target-memory",
+            "A separate draft model is the most memory-friendly option: adding a 1B drafter costs "
+            "almost no extra GPU memory.",
+            "A separate draft model is the least memory-friendly option: a 1B drafter adds its own "
+            "weights and its own KV cache.",
+        ),
+        (
+            "fp8-vs-int4", "fp8-runs-anywhere",
+            "The nice thing about FP8 is that it's hardware-agnostic: it's just an 8-bit number "
+            "format.",
+            "The catch with FP8 is that it needs FP8 tensor cores: Hopper or Ada, not an A100.",
+        ),
+        (
+            "long-context-cost", "prefill-grows-linearly",
+            "Prefill costs 2 x parameters x tokens, so it scales linearly with length.",
+            "Prefill's attention share grows with the square of the length.",
+        ),
+        (
+            "long-context-prefill-parallel", "pipeline-splits-prompt",
+            "Cut the prompt into chunks of 64k tokens; the chunks flow through the pipeline back "
+            "to back.",
+            "Split the prompt's tokens across GPUs with context parallelism and pass the KV blocks "
+            "around a ring.",
+        ),
+        (
+            "p99-from-twenty-requests", "twenty-is-enough",
+            "The sample size is fine: 20 requests give a perfectly valid P99 as long as they are "
+            "representative.",
+            "With 20 requests the P99 is just the slowest one, so I'd collect a few thousand.",
+        ),
+        (
+            "ttft-tpot-itl-definitions", "tpot-misdefined",
+            "TPOT is the generation speed of the server expressed per token: it's essentially the "
+            "inverse of output throughput.",
+            "TPOT is one request's time after its first token divided by its output tokens minus "
+            "one.",
+        ),
+        (
+            "weight-only-quant-speedup", "fewer-flops",
+            "With INT4 weights the GPU multiplies 4-bit integers instead of 16-bit floats.",
+            "With INT4 weights the GPU still multiplies in 16-bit after unpacking the weights.",
+        ),
     ],
 )
 def test_misconceptions_in_the_writers_words_are_flagged(
@@ -2379,6 +2428,35 @@ def test_otherwise_inside_a_clause_keeps_the_claim_and_opening_a_sentence_suppos
             "servers.",
             "The usual arrangement is the assembly line within a server and slicing between "
             "servers.",
+        ),
+        # Round 37's plain-words answers: an open loop, Little's law, chunked prefill.
+        (
+            "open-vs-closed-loop", "open-loop",
+            "In the second kind, questions are fired off on a timetable, averaging 5 per second, "
+            "no matter whether earlier questions have been answered.",
+            "In the second kind, each person asks again as soon as the last answer arrives.",
+        ),
+        (
+            "open-vs-closed-loop", "littles-law",
+            "Questions per second equals people in the system divided by time per answer.",
+            "Questions per second equals whatever the server can answer.",
+        ),
+        (
+            "chunked-prefill-trade-off", "mixed-with-decode",
+            "In each round, process one slice together with the next word for everyone already "
+            "being answered.",
+            "In each round, process one slice and nothing else.",
+        ),
+        (
+            "chunked-prefill-trade-off", "itl-benefit",
+            "No round can take very long, so the gaps between words for existing users stay short "
+            "and even.",
+            "Each round takes as long as its slice needs.",
+        ),
+        (
+            "chunked-prefill-trade-off", "ttft-cost",
+            "The long question's own first word arrives a bit later.",
+            "The long question's own first word arrives as soon as before.",
         ),
     ],
 )
