@@ -107,7 +107,7 @@ _SCOPE_END = re.compile(
     r"|(?<!\w)(?:but|while|whereas|however|although|though|yet|because|since|so|then|unless"
     r"|until|except)(?!\w)"
     r"|(?<!\w)and\s+(?=(?:is|are|it|its|it's|they|this|that|so|then|therefore|thus|hence|each"
-    r"|every|decode|prefill|the|a|an)\b)",
+    r"|every|decode|prefill|the|a|an|their|these|those|there|we|you|your|our)\b)",
     re.IGNORECASE,
 )
 _SCOPE_WORDS = 8

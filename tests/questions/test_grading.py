@@ -2442,6 +2442,15 @@ def test_otherwise_inside_a_clause_keeps_the_claim_and_opening_a_sentence_suppos
             "Questions per second equals whatever the server can answer.",
         ),
         (
+            # A negation ends where "and their ..." starts a new clause: the first "never" does
+            # not deny the second clause's own "never get recorded".
+            "open-vs-closed-loop", "coordinated-omission",
+            "The trap, called coordinated omission, is that when the server freezes the simulated "
+            "people freeze too, so the questions never get asked and their long waits never get "
+            "recorded.",
+            "The trap, called coordinated omission, is a name for a slow server.",
+        ),
+        (
             "chunked-prefill-trade-off", "mixed-with-decode",
             "In each round, process one slice together with the next word for everyone already "
             "being answered.",
