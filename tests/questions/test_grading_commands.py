@@ -173,7 +173,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout31", "1st", "run", "heldout31", "now", "heldout32", "1st", "run", "heldout32", "now",
         "heldout33", "1st", "run", "heldout33", "now", "heldout34", "1st", "run", "heldout34", "now",
         "heldout35", "1st", "run", "heldout35", "now", "heldout36", "1st", "run", "heldout36", "now",
-        "heldout37", "1st", "run", "heldout37", "now",
+        "heldout37", "1st", "run", "heldout37", "now", "heldout38", "1st", "run", "heldout38", "now",
     ]
     rows = {line[:36].strip(): line[36:].split() for line in lines if line[:36].strip()}
     columns = [
@@ -189,7 +189,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout29 1st", "heldout29 now", "heldout30 1st", "heldout30 now", "heldout31 1st", "heldout31 now",
         "heldout32 1st", "heldout32 now", "heldout33 1st", "heldout33 now", "heldout34 1st",
         "heldout34 now", "heldout35 1st", "heldout35 now", "heldout36 1st", "heldout36 now",
-        "heldout37 1st", "heldout37 now",
+        "heldout37 1st", "heldout37 now", "heldout38 1st", "heldout38 now",
     ]
     misconception = rows["misconception (flagged and <= 50%)"]
     agreement = rows["criterion agreement"]
@@ -279,6 +279,8 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout36": (["49/58", "84%"], "92%", "0.83", ["321/348", "92%"]),
         # Round 37 (session 29, sealed until session 30's start: the grader session 29 left).
         "heldout37": (["49/58", "84%"], "93%", "0.86", ["324/348", "93%"]),
+        # Round 38 (session 30, sealed until session 31's start: the grader session 30 left).
+        "heldout38": (["53/58", "91%"], "92%", "0.85", ["325/348", "93%"]),
     }
     for name, (flagged, agreed, kappa_, right) in first_runs.items():
         at = columns.index(f"{name} 1st")
@@ -328,6 +330,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "first run 2026-12-05 22:54 UTC at 6200e991ff17" in text
     assert "first run 2026-12-06 01:54 UTC at e88e9f254994" in text
     assert "first run 2026-12-06 04:05 UTC at 448df6a34a05" in text
+    assert "first run 2026-12-06 07:16 UTC at edfdacb5c4b6" in text
     # Rounds 15-17 were tuned on in session 17: the second look's threshold was chosen on rounds
     # 7-15, a rubric fix with round 16's answers and the denial rule with round 17's.
     assert "heldout15: development;" in text and "heldout16: development;" in text
@@ -358,7 +361,9 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     # Round 37 was read and tuned on in session 30 after its first run (after round 36): every
     # graded round has been read.
     assert "heldout37: development;" in text
-    assert text.count(": held-out;") == 0
+    # Round 38 was first run at session 31's start and is not read yet.
+    assert "heldout38: held-out;" in text
+    assert text.count(": held-out;") == 1
     # Round 14 was tuned on in session 15 (the criterion stage refitted on rounds 7-14).
     assert "heldout14: development;" in text
     # Rounds 12 and 13 were tuned on in session 13 (the criterion reader's stage was fitted on them).
@@ -391,7 +396,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "heldout35: sealed" not in text
     assert "heldout36: sealed" not in text
     assert "heldout37: sealed" not in text
-    assert "heldout38: sealed (written blind, not graded yet" in text
+    assert "heldout38: sealed" not in text
 
 
 LABELLED = """question = "inference-bottleneck"
