@@ -584,8 +584,10 @@ def _misconceptions(
             raise reader.error(
                 at, f"misconception {misconception_id!r} needs 'match', 'statements' or 'value'",
             )
-        requires = _check_concept_list(
+        # Alternatives like `match`'s: "pp_subject + latency" needs both in one sentence or pair.
+        requires = _check_match(
             reader, (*at, "requires"), reader.strings(body, at, "requires"), concepts,
+            required=False,
         )
         if requires and not statements:
             raise reader.error(
@@ -684,7 +686,8 @@ def rubric_version(
         for alternative in item.match:
             used.update(part.strip() for part in alternative.split("+"))
         used.update(item.unless)
-        used.update(getattr(item, "requires", ()))
+        for alternative in getattr(item, "requires", ()):
+            used.update(part.strip() for part in alternative.split("+"))
     payload = {
         "type": type,
         # Wrong versions are training data for the criterion reader, never read while grading.

@@ -46,7 +46,8 @@ def used_concepts(question: Question | FollowUp) -> set[str]:
         for alternative in _alternatives(item.match):
             used.update(alternative)
         used.update(item.unless)
-        used.update(getattr(item, "requires", ()))
+        for alternative in _alternatives(getattr(item, "requires", ())):
+            used.update(alternative)
     if any(swap_subjects(criterion) for criterion in question.rubric):
         used.add("memory_bound")
     for group in question.contrasts:

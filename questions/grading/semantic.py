@@ -43,6 +43,7 @@ from questions.bank import Criterion, FollowUp, Misconception, Question
 from questions.grading import belief_reader
 from questions.grading.embedding import encoder, unit
 from questions.grading.matching import (
+    _alternatives,
     _matching_sentences,
     states_the_swap,
     swap_subjects,
@@ -908,13 +909,31 @@ def semantic_evidence(
             for u in units
         ], dtype=bool)
 
+    def naming_all(concept_ids: Sequence[str]) -> np.ndarray:
+        """Per unit, whether one of its sentences names every one of these concepts."""
+        return np.array([
+            any(
+                all(
+                    any_present(analysis=analysis, index=i, concept_ids=[concept_id])
+                    for concept_id in concept_ids
+                )
+                for i in range(u.first, u.last + 1)
+            )
+            for u in units
+        ], dtype=bool)
+
     def may_state(item: Misconception) -> np.ndarray:
         """The units that may state a belief: the learner's own claims, and among them, for a
-        belief that `requires` concepts, those naming one ("borrows the idea of virtual memory"
-        cannot state that paging moves the cache to the CPU)."""
+        belief that `requires` concepts, those with a sentence naming every concept of one of
+        its alternatives ("borrows the idea of virtual memory" cannot state that paging moves the
+        cache to the CPU; "pipeline parallelism puts layers on different GPUs" names the pipeline
+        and nothing of the speed the belief claims for it, and a pair that adds a sentence about
+        tensor parallelism's speed does not make it do so)."""
         if not item.requires:
             return own_claims
-        return own_claims & naming(item.requires)
+        return own_claims & np.logical_or.reduce(
+            [naming_all(alternative) for alternative in _alternatives(item.requires)],
+        )
 
     allowed_for = [may_state(item) for item in question.misconceptions]
 

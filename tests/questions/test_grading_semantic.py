@@ -575,6 +575,14 @@ def test_bad_right_versions_are_refused_with_the_line(tmp_path, insert, message)
     ("insert", "message"),
     [
         ('requires = ["gamma"]\nstatements = ["Beta is the first letter."]', "unknown concept 'gamma'"),
+        (
+            'requires = ["alpha + gamma"]\nstatements = ["Beta is the first letter."]',
+            "match 'alpha + gamma': unknown concept 'gamma'",
+        ),
+        (
+            'requires = ["alpha + "]\nstatements = ["Beta is the first letter."]',
+            "empty concept between '+'",
+        ),
         ('requires = ["alpha"]', "'requires' narrows what the semantic layer flags by its 'statements'"),
     ],
 )
