@@ -96,6 +96,8 @@ _NEGATION = re.compile(
     r"|\w+n't|(?:is|are|was|were|do|does|did|has|have|had|wo|ca|could|should|would)nt"
     r"|cannot|never|no\s+longer|no(?!\s+(?:matter|doubt|problem))|none|neither|nor|without"
     r"|hardly|lacks?|lacking"
+    # "nothing promises one SSE chunk per token" denies what it promises (round 38).
+    r"|nothing(?=\s+(?:promises|guarantees|ensures))"
     r"|(?P<contrast>rather\s+than|instead\s+of|as\s+opposed\s+to|unlike)"
     r")(?!\w)",
     re.IGNORECASE,
@@ -120,8 +122,10 @@ _DISTANCING = re.compile(
     r"(?<!\w)(?:myths?|misconceptions?|mistakes?|mistaken(?:ly)?"
     # "a wrong answer" is an output that is wrong, not a belief being reported.
     r"|(?:wrong|incorrect)(?:ly)?(?!\s+(?:answers?|responses?|outputs?|results?|repl(?:y|ies)|completions?|tokens?))"
-    # "less of a problem than people think" compares with a belief and states its own.
-    r"|misleading|(?<!than\s)people\s+(?:often\s+|usually\s+|tend\s+to\s+|sometimes\s+)?(?:think|assume"
+    # "less of a problem than people think" and "peaks aren't the problem people think" compare
+    # with a belief and state their own (round 38).
+    r"|misleading|(?<!than\s)(?<!problem\s)(?<!issue\s)(?<!deal\s)"
+    r"people\s+(?:often\s+|usually\s+|tend\s+to\s+|sometimes\s+)?(?:think|assume"
     r"|believe|say|expect)|tempting|you\s+might\s+(?:think|expect|assume)|one\s+might"
     r"|contrary\s+to|if\s+(?:you|we|it)\s+(?:didn't|did\s+not|had\s+no|don't)"
     # "Without batching, decode would ..." and "Otherwise, ..." suppose; "... four times faster,

@@ -2055,6 +2055,75 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "With INT4 weights the GPU multiplies 4-bit integers instead of 16-bit floats.",
             "With INT4 weights the GPU still multiplies in 16-bit after unpacking the weights.",
         ),
+        # Round 38's misconception answers (and two of its fluent wrong ones).
+        (
+            "fp8-vs-int4", "int4-always-faster",
+            "INT4 is the faster format, full stop.",
+            "INT4 is the faster format at batch 1, where decode waits on memory.",
+        ),
+        (
+            "fp8-vs-int4", "int4-always-faster",
+            "INT4 gives you more tokens per second at any batch size.",
+            "INT4 gives you more tokens per second at small batch sizes.",
+        ),
+        (
+            "hidden-costs-self-hosting", "instant-scaling",
+            "Traffic peaks aren't the problem people think: with autoscaling you add replicas the "
+            "moment a spike arrives.",
+            "With autoscaling you add replicas minutes after a spike arrives, once the weights "
+            "have loaded.",
+        ),
+        (
+            "kv-cache-quantization", "kv-quant-shrinks-model",
+            "Setting the KV cache to FP8 effectively runs the model in FP8.",
+            "Setting the KV cache to FP8 halves the cache while the weights stay in BF16.",
+        ),
+        (
+            "kv-cache-quantization", "kv-quant-shrinks-model",
+            "Storing the key and value projections in 8-bit roughly halves the model's footprint.",
+            "Storing the cached keys and values in 8-bit roughly halves the cache's footprint.",
+        ),
+        (
+            "reading-a-benchmark", "aggregate-is-per-user",
+            "12,000 tokens/s is impressive, because that is the speed each user gets: a 500-token "
+            "answer would stream out in about 40 ms.",
+            "12,000 tokens/s is the total over all users; the speed each user gets is far lower.",
+        ),
+        (
+            "semantic-cache-risks", "prefix-cache-stores-answers",
+            "Prefix caching only matches when the prompt begins with exactly the same tokens, and "
+            "then it serves the response that was generated for that earlier prompt.",
+            "Prefix caching only matches when the prompt begins with exactly the same tokens, and "
+            "then it reuses the keys and values computed for that earlier prompt.",
+        ),
+        (
+            "moe-memory-vs-active", "moe-needs-only-active-memory",
+            "Active parameters determine memory and total parameters determine speed, so the "
+            "model is slow but small.",
+            "Total parameters determine memory and active parameters determine speed, so the "
+            "model is fast but big.",
+        ),
+        (
+            # Round 37: the sentence's own "never" denies something else, not the float path.
+            "weight-only-vs-w8a8-kernels", "cpu-dequantizes-to-float",
+            "llama.cpp on a CPU expands each 4-bit block to FP32 using the block scale and runs a "
+            "float32 matmul, so the quantization only saves memory bandwidth, never compute.",
+            "llama.cpp on a CPU does not expand the 4-bit blocks to FP32: it quantizes the "
+            "activations to 8-bit and takes integer dot products.",
+        ),
+        (
+            # Round 31: its flag had rested on the definition of chunked prefill.
+            "chunked-prefill-trade-off", "chunking-saves-kv",
+            "Because only one chunk is in flight at a time, the engine only needs to keep the KV "
+            "cache for the current chunk rather than the whole prompt.",
+            "Because only one chunk is in flight at a time, the engine builds the KV cache for the "
+            "whole prompt chunk by chunk.",
+        ),
+        (
+            "moe-batch-erodes-advantage", "memory-by-active",
+            "Memory only needs about 37 GB for the active experts.",
+            "Memory needs about 671 GB for all the experts, though each token uses 37B.",
+        ),
     ],
 )
 def test_misconceptions_in_the_writers_words_are_flagged(
@@ -2467,6 +2536,28 @@ def test_otherwise_inside_a_clause_keeps_the_claim_and_opening_a_sentence_suppos
             "The long question's own first word arrives a bit later.",
             "The long question's own first word arrives as soon as before.",
         ),
+        # Round 38's strong and plain-words answers.
+        (
+            "batching-almost-free", "weights-read-once",
+            "Put 32 sequences into the same step and the weights still come in once.",
+            "Put 32 sequences into the same step and the weights come in 32 times.",
+        ),
+        (
+            "fp8-vs-int4", "fp8-compute",
+            "The 8-bit floating-point option shrinks both the model's stored numbers and the "
+            "intermediate numbers flowing through it.",
+            "The 8-bit floating-point option shrinks only the model's stored numbers.",
+        ),
+        (
+            "fp8-vs-int4", "accuracy",
+            "Squeezing each number into 16 levels loses more accuracy.",
+            "Squeezing each number into fewer bytes loses more accuracy.",
+        ),
+        (
+            "fp8-vs-int4", "hardware",
+            "Those fast 8-bit circuits exist only on newer chips; the older A100 lacks them.",
+            "Those fast 8-bit circuits exist on every chip, the A100 included.",
+        ),
     ],
 )
 def test_points_in_the_writers_plain_words_are_credited(bank, patterns_only, slug, criterion, earns, near_miss):
@@ -2568,6 +2659,20 @@ def test_defining_expert_parallelism_is_not_the_belief_that_it_is_free(bank):
             "each expert keeps its own keys and values.",
             "The KV cache comes from the attention layers alone: 32 layers x 8 KV heads x 128 dims "
             "x K and V x 2 bytes = 128 KiB per token, the same as Mistral 7B.",
+        ),
+        # Rounds 12 and 14's fluent wrong answers gave tensor parallelism the pipeline's layout.
+        (
+            "tensor-vs-pipeline-serving", "tp-splits-layers",
+            "Tensor parallelism puts different layers on different GPUs: GPU 0 holds the first 20 "
+            "layers, GPU 1 the next 20, and so on.",
+            "Tensor parallelism splits every layer's weight matrices across the GPUs, so each reads "
+            "only its share per token and latency drops.",
+        ),
+        # Round 38's fluent wrong answer named Little's law with the rate upside down.
+        (
+            "open-vs-closed-loop", "littles-law",
+            "Little's law tells you that throughput equals latency divided by concurrency.",
+            "Little's law tells you that throughput equals concurrency divided by latency.",
         ),
     ],
 )
@@ -2748,6 +2853,41 @@ def test_choosing_the_smallest_card_that_fits_is_not_the_belief_that_the_cache_i
             "used for one multiply-add (2 FLOPs), so intensity is ~1 FLOP/byte.",
             "Decode has a big arithmetic intensity, so it is limited by compute.",
         ),
+        # Round 38's strong answer: a sentence about the time per output token was read by
+        # meaning as the belief that TTFT ignores the prompt; the belief now requires the first
+        # token, TTFT or prefill.
+        (
+            "prefill-decode-ttft", "ttft-independent-of-prompt",
+            "So time per output token creeps up slightly with prompt length but nowhere near "
+            "proportionally.",
+            "Time to first token does not depend on how long the prompt is.",
+        ),
+        # Eight partial answers (rounds 17-38): a definition of pipeline parallelism was read as
+        # the belief that it cuts latency; the belief now requires one sentence to name the
+        # pipeline and a speed.
+        (
+            "tensor-vs-pipeline-serving", "pp-cuts-latency",
+            "Tensor parallelism splits each weight matrix across GPUs, so every GPU reads less per "
+            "token and latency drops. Pipeline parallelism puts different layers on different "
+            "GPUs, which is simpler.",
+            "Pipeline parallelism cuts per-token latency because each GPU does less work.",
+        ),
+        # Rounds 31, 34 and 38's partial answers: the definition of chunked prefill was read as
+        # the belief that it saves KV memory; the belief now requires memory or what is stored.
+        (
+            "chunked-prefill-trade-off", "chunking-saves-kv",
+            "Chunked prefill splits a long prompt's prefill into smaller chunks under a fixed token "
+            "budget, e.g. 512 tokens per step, instead of one huge forward pass.",
+            "Chunked prefill reduces the KV cache memory a prompt needs.",
+        ),
+        # Rounds 31, 36 and 38's partial answers: fewer bytes to move was read as the belief
+        # that quantization removes parameters; it now requires a count or a removal.
+        (
+            "weight-only-quant-speedup", "smaller-means-fewer-parameters",
+            "Quantizing the weights to 4 bits means there are about 4x fewer bytes of weights to "
+            "move from memory to the compute units for every token.",
+            "Quantization prunes the model down to a smaller number of weights.",
+        ),
     ],
 )
 def test_a_belief_is_not_read_in_a_sentence_that_names_nothing_it_is_about(
@@ -2807,3 +2947,45 @@ def test_where_whole_experts_live_per_layer_is_not_the_cost_of_the_exchange(bank
     assert "cost" not in met(grade(question=question, answer=placement))
     exchange = "The dispatch and combine all-to-alls run at every MoE layer, and each one holds up the step."
     assert "cost" in met(grade(question=question, answer=exchange))
+
+
+@pytest.mark.parametrize(
+    ("slug", "misconception", "right", "stated"),
+    [
+        # Round 38's strong answers: each opened with a right sentence in a belief's words.
+        (
+            "decode-attention-intensity", "batching-helps-attention",
+            "Batching helps the weight matmuls because the weights are a shared operand: one read "
+            "of W serves all B sequences, so FLOPs per byte grow with B.",
+            "Batching raises the arithmetic intensity of decode attention as well.",
+        ),
+        (
+            # "nothing promises X" denies X.
+            "sse-chunks-vs-tokens", "chunk-is-token",
+            "Because nothing promises one SSE chunk per token; the mapping is loose in both "
+            "directions.",
+            "Each SSE chunk carries exactly one token, so counting chunks counts tokens.",
+        ),
+    ],
+)
+def test_a_right_sentence_in_a_beliefs_words_is_not_the_belief(
+    bank, patterns_only, slug, misconception, right, stated,
+):
+    question = bank.question(slug)
+    assert misconception not in flagged(grade(question=question, answer=right))
+    assert misconception in flagged(grade(question=question, answer=stated))
+
+
+def test_the_eager_flag_named_in_the_prompt_is_not_the_point_about_captured_shapes(
+    bank, patterns_only,
+):
+    # Round 38's partial answer named --enforce-eager, which the question itself names, and
+    # earned the point that graphs are captured per batch shape.
+    question = bank.question("cuda-graphs-small-batch")
+    eager = (
+        "With --enforce-eager the step is CPU-bound: the CPU launches hundreds of small kernels "
+        "one by one."
+    )
+    assert "shapes" not in met(grade(question=question, answer=eager))
+    shapes = "Graphs are captured for fixed batch sizes, so each batch is padded up to a captured size."
+    assert "shapes" in met(grade(question=question, answer=shapes))
