@@ -2664,7 +2664,9 @@ def test_defining_expert_parallelism_is_not_the_belief_that_it_is_free(bank):
         (
             "tensor-vs-pipeline-serving", "tp-splits-layers",
             "Tensor parallelism puts different layers on different GPUs: GPU 0 holds the first 20 "
-            "layers, GPU 1 the next 20, and so on.",
+            "layers, GPU 1 the next 20, and so on, and tensors flow from one GPU to the next. "
+            "Pipeline parallelism instead splits every matrix across the GPUs and has them process "
+            "the pipeline of tokens in lockstep.",
             "Tensor parallelism splits every layer's weight matrices across the GPUs, so each reads "
             "only its share per token and latency drops.",
         ),
