@@ -2676,9 +2676,27 @@ def test_defining_expert_parallelism_is_not_the_belief_that_it_is_free(bank):
             "Little's law tells you that throughput equals latency divided by concurrency.",
             "Little's law tells you that throughput equals concurrency divided by latency.",
         ),
+        # Round 36's partial answer: "each GPU holds 4 complete experts per layer" says where the
+        # experts live; the cost point is about the all-to-all exchanges, which it never names.
+        (
+            "expert-parallel-all-to-all", "cost",
+            "Expert parallelism puts whole experts on different GPUs: with 256 experts and 64 GPUs "
+            "each GPU holds 4 complete experts per layer.",
+            "The dispatch and combine all-to-alls run at every MoE layer, and each one holds up the "
+            "step.",
+        ),
+        # Round 38's partial answer named --enforce-eager, which the question itself names, and
+        # earned the point that graphs are captured per batch shape.
+        (
+            "cuda-graphs-small-batch", "shapes",
+            "With --enforce-eager the step is CPU-bound: the CPU launches hundreds of small kernels "
+            "one by one.",
+            "Graphs are captured for fixed batch sizes, so each batch is padded up to a captured "
+            "size.",
+        ),
     ],
 )
-def test_a_sentence_that_states_the_opposite_in_the_words_unless_names_earns_nothing(
+def test_a_sentence_in_a_points_words_that_does_not_make_it_earns_nothing(
     bank, slug, criterion, opposite, made,
 ):
     question = bank.question(slug)
@@ -2938,19 +2956,6 @@ def test_a_sentence_that_denies_the_belief_in_its_words_is_not_read_as_stating_i
     assert "tp-splits-cache" in flagged(grade(question=dp_attention, answer=wrong))
 
 
-def test_where_whole_experts_live_per_layer_is_not_the_cost_of_the_exchange(bank, patterns_only):
-    # Round 36's partial answer: "each GPU holds 4 complete experts per layer" says where the
-    # experts live; the cost point is about the all-to-all exchanges, which it never names.
-    question = bank.question("expert-parallel-all-to-all")
-    placement = (
-        "Expert parallelism puts whole experts on different GPUs: with 256 experts and 64 GPUs "
-        "each GPU holds 4 complete experts per layer."
-    )
-    assert "cost" not in met(grade(question=question, answer=placement))
-    exchange = "The dispatch and combine all-to-alls run at every MoE layer, and each one holds up the step."
-    assert "cost" in met(grade(question=question, answer=exchange))
-
-
 @pytest.mark.parametrize(
     ("slug", "misconception", "right", "stated"),
     [
@@ -2977,17 +2982,3 @@ def test_a_right_sentence_in_a_beliefs_words_is_not_the_belief(
     assert misconception not in flagged(grade(question=question, answer=right))
     assert misconception in flagged(grade(question=question, answer=stated))
 
-
-def test_the_eager_flag_named_in_the_prompt_is_not_the_point_about_captured_shapes(
-    bank, patterns_only,
-):
-    # Round 38's partial answer named --enforce-eager, which the question itself names, and
-    # earned the point that graphs are captured per batch shape.
-    question = bank.question("cuda-graphs-small-batch")
-    eager = (
-        "With --enforce-eager the step is CPU-bound: the CPU launches hundreds of small kernels "
-        "one by one."
-    )
-    assert "shapes" not in met(grade(question=question, answer=eager))
-    shapes = "Graphs are captured for fixed batch sizes, so each batch is padded up to a captured size."
-    assert "shapes" in met(grade(question=question, answer=shapes))
