@@ -584,7 +584,7 @@ def _misconceptions(
             raise reader.error(
                 at, f"misconception {misconception_id!r} needs 'match', 'statements' or 'value'",
             )
-        # Alternatives like `match`'s: "pp_subject + latency" needs both in one sentence or pair.
+        # Alternatives like `match`'s: "pp_subject + latency" needs both in one sentence.
         requires = _check_match(
             reader, (*at, "requires"), reader.strings(body, at, "requires"), concepts,
             required=False,
