@@ -2685,6 +2685,14 @@ def test_defining_expert_parallelism_is_not_the_belief_that_it_is_free(bank):
             "The dispatch and combine all-to-alls run at every MoE layer, and each one holds up the "
             "step.",
         ),
+        # Fifteen partial answers (rounds 5-38): "memory-bound" next to the draft earned the point
+        # that the draft model costs memory the batch needed.
+        (
+            "speculative-when-it-hurts", "wasted-work",
+            "At batch 1 the GPU is memory-bound, so the extra compute spent verifying draft tokens "
+            "is basically free.",
+            "A separate draft model also takes GPU memory that the batch's KV cache needed.",
+        ),
         # Round 38's partial answer named --enforce-eager, which the question itself names, and
         # earned the point that graphs are captured per batch shape.
         (
