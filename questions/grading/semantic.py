@@ -913,10 +913,7 @@ def semantic_evidence(
         """Per unit, whether one of its sentences names every one of these concepts."""
         return np.array([
             any(
-                all(
-                    any_present(analysis=analysis, index=i, concept_ids=[concept_id])
-                    for concept_id in concept_ids
-                )
+                all(analysis.sentences[i].present(concept_id) for concept_id in concept_ids)
                 for i in range(u.first, u.last + 1)
             )
             for u in units
