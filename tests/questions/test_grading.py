@@ -2124,6 +2124,96 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "Memory only needs about 37 GB for the active experts.",
             "Memory needs about 671 GB for all the experts, though each token uses 37B.",
         ),
+        # Round 39's misconception answers: 13 missed at its first run.
+        (
+            "client-bottleneck", "client-never-bottleneck",
+            "A benchmark client just sends HTTP requests; that is trivially cheap compared to "
+            "running a transformer on a GPU, so in practice it is never where the limit is.",
+            "A benchmark client parsing thousands of SSE events per second can pin a core, so it "
+            "can be where the limit is.",
+        ),
+        (
+            "cuda-graphs-small-batch", "bandwidth-bound",
+            "The bound only counts the weights, but in practice decode is bandwidth-bound on "
+            "everything it touches.",
+            "At batch 1 the step is CPU-bound: the GPU waits while the CPU issues each kernel.",
+        ),
+        (
+            "dp-attention-wide-ep", "wide-ep-for-capacity",
+            "The expert side goes wide for memory reasons: packing all 256 experts on 8 GPUs "
+            "leaves almost no room for the KV cache.",
+            "The expert side goes wide so that each expert sees enough tokens per step to keep "
+            "its matmuls efficient.",
+        ),
+        (
+            "draft-model-vs-medusa-eagle", "heads-need-no-training",
+            "Medusa and EAGLE reuse the target's hidden states, and they don't require any "
+            "training: the heads are projections derived from the LM head.",
+            "Medusa and EAGLE reuse the target's hidden states, and their heads must be trained "
+            "for each target model.",
+        ),
+        (
+            "flashattention-same-flops", "approximate",
+            "FlashAttention computes the softmax blockwise with per-block normalizers, which is "
+            "close to, but not exactly, the global softmax.",
+            "FlashAttention computes the softmax blockwise and rescales the partial sums, which "
+            "gives exactly the global softmax.",
+        ),
+        (
+            "gqa-mqa-kv-cache", "gqa-saves-flops",
+            "Both reduce the work attention does, cutting attention FLOPs by 4x.",
+            "Both keep every query head, so the attention FLOPs are unchanged while the KV cache "
+            "shrinks by 4x.",
+        ),
+        (
+            "hidden-costs-self-hosting", "instant-scaling",
+            "With a Kubernetes autoscaler, peaks are handled by spinning up extra replicas as "
+            "traffic arrives.",
+            "With a Kubernetes autoscaler, a new replica takes minutes to load its weights, so you "
+            "keep spare capacity for the peak.",
+        ),
+        (
+            "long-context-cost", "prefill-grows-linearly",
+            "Prefill time scales roughly linearly with tokens, so a 128k prompt costs about 32 "
+            "times a 4k one.",
+            "Prefill attention grows with the square of the length, so a 128k prompt costs far "
+            "more than a 4k one.",
+        ),
+        (
+            "moe-batch-erodes-advantage", "batch-stays-active",
+            "That is why MoE is so attractive: you get the quality of a 671B model at the serving "
+            "cost of a 37B one at any batch.",
+            "At batch 64 the tokens choose different experts, so a step reads the union of them, "
+            "about 222 of 256 per layer.",
+        ),
+        (
+            "rotation-quantization", "rotation-gathers-outliers",
+            "The rotation reorders the channel basis so that the outliers are concentrated into a "
+            "small, fixed set of dimensions.",
+            "The rotation mixes every channel into every other, so an outlier's energy is spread "
+            "across all of them.",
+        ),
+        (
+            "speculative-decoding-how", "draft-quality",
+            "The big model accepts a token from the draft model as long as it is plausible enough, "
+            "so the final text is a blend of the two models.",
+            "The big model accepts a token from the draft model only under a rule that reproduces "
+            "its own distribution, so the text is the big model's.",
+        ),
+        (
+            "speculative-when-it-hurts", "always-faster",
+            "It should not actually lower throughput: speculative decoding is lossless and always "
+            "at least as fast.",
+            "Speculative decoding is lossless, but at 64 concurrent requests it can lower "
+            "throughput.",
+        ),
+        (
+            "weight-only-vs-w8a8-kernels", "fp4-everywhere",
+            "Both Hopper and Blackwell run it in FP4 on the tensor cores, so on the H100 the "
+            "matmul is W4A4.",
+            "Only Blackwell runs it in FP4 on the tensor cores; the H100 unpacks the weights to "
+            "BF16 and multiplies in 16-bit.",
+        ),
     ],
 )
 def test_misconceptions_in_the_writers_words_are_flagged(
@@ -2558,6 +2648,14 @@ def test_otherwise_inside_a_clause_keeps_the_claim_and_opening_a_sentence_suppos
             "Those fast 8-bit circuits exist only on newer chips; the older A100 lacks them.",
             "Those fast 8-bit circuits exist on every chip, the A100 included.",
         ),
+        # Round 39's strong answer (and three earlier strong answers in the same words).
+        (
+            "prefill-decode-ttft", "prefill-compute-bound",
+            "Because thousands of tokens reuse every weight that gets loaded, the GPU is limited "
+            "by its FLOPs, and the work grows about linearly with the number of prompt tokens.",
+            "Because each output token rereads every weight, the GPU waits on memory, and the "
+            "work grows with the number of output tokens.",
+        ),
     ],
 )
 def test_points_in_the_writers_plain_words_are_credited(bank, patterns_only, slug, criterion, earns, near_miss):
@@ -2701,6 +2799,13 @@ def test_defining_expert_parallelism_is_not_the_belief_that_it_is_free(bank):
             "one by one.",
             "Graphs are captured for fixed batch sizes, so each batch is padded up to a captured "
             "size.",
+        ),
+        # Round 39's fluent wrong answer named real engines and denied the gap to the bound.
+        (
+            "fastest-possible-generation", "real-efficiency",
+            "Real engines usually hit close to 100% of that bound because the copy is "
+            "asynchronous.",
+            "Real engines reach about 70% of that bound, so treat it as a ceiling.",
         ),
     ],
 )
@@ -2915,6 +3020,23 @@ def test_choosing_the_smallest_card_that_fits_is_not_the_belief_that_the_cache_i
             "Quantizing the weights to 4 bits means there are about 4x fewer bytes of weights to "
             "move from memory to the compute units for every token.",
             "Quantization prunes the model down to a smaller number of weights.",
+        ),
+        # Rounds 21 and 39's strong answers: the mechanism was read as the belief that each step
+        # gets faster (and 14 fluent wrong answers were flagged with it); it now requires a
+        # speed, a cost or a latency.
+        (
+            "continuous-batching-throughput", "faster-steps",
+            "Continuous (iteration-level) batching makes the scheduling decision at every decode "
+            "step instead of once per batch.",
+            "Continuous batching makes each decoding step faster.",
+        ),
+        # Round 39's paraphrase: "every word of the question" is the prompt read at once, not a
+        # decode step.
+        (
+            "prefill-decode-ttft", "prompt-reprocessed-each-step",
+            "First the model reads the whole question you gave it, and it can do that all at once: "
+            "every word of the question goes through the network side by side.",
+            "Every new token has to run the whole prompt through the model again.",
         ),
     ],
 )
