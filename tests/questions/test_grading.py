@@ -3030,6 +3030,18 @@ def test_choosing_the_smallest_card_that_fits_is_not_the_belief_that_the_cache_i
             "step instead of once per batch.",
             "Continuous batching makes each decoding step faster.",
         ),
+        # Round 22's strong answer: "several times more tokens per second" is throughput, neither
+        # a faster step nor several devices.
+        (
+            "continuous-batching-throughput", "faster-steps",
+            "Keep the batch full and you get several times more tokens per second.",
+            "Continuous batching makes each decoding step faster.",
+        ),
+        (
+            "continuous-batching-throughput", "more-hardware",
+            "Keep the batch full and you get several times more tokens per second.",
+            "Continuous batching spreads the batch across more GPUs.",
+        ),
         # Round 39's paraphrase: "every word of the question" is the prompt read at once, not a
         # decode step.
         (
