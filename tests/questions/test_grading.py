@@ -2214,6 +2214,82 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "Only Blackwell runs it in FP4 on the tensor cores; the H100 unpacks the weights to "
             "BF16 and multiplies in 16-bit.",
         ),
+        # Round 40's misconception answers: 8 missed at its first run; and its fluent wrong
+        # answers' beliefs, which the questions list (three missed).
+        (
+            "decode-attention-intensity", "batching-helps-attention",
+            "The attention kernel batches all sequences' queries into one big matmul against the "
+            "KV cache, so as you add sequences the tensor cores get more work per byte loaded.",
+            "Each sequence reads its own KV cache, so adding sequences adds bytes in proportion "
+            "and attention gets no more work per byte loaded.",
+        ),
+        (
+            "fp8-vs-int4", "int4-more-accurate",
+            "Integer quantization is more precise than a floating-point 8-bit format because "
+            "integers are exact.",
+            "INT4 carries more accuracy risk than FP8, so evaluate it on your own tasks.",
+        ),
+        (
+            "gqa-mqa-kv-cache", "gqa-groups-requests",
+            "GQA and MQA are a way for the server to group requests so they can share attention "
+            "state.",
+            "GQA lets a group of query heads inside one request share a KV head, so each "
+            "request's cache is smaller.",
+        ),
+        (
+            "many-lora-adapters", "average-adapters",
+            "LoRA updates are additive, so you can sum or average all 500 B·A products into one "
+            "delta and merge it into the base weights once.",
+            "Keep one base model and apply each request's own B·A product on the fly, batching "
+            "requests for different adapters with SGMV kernels.",
+        ),
+        (
+            "moe-batch-erodes-advantage", "memory-by-active",
+            "You only need the active experts resident, about 37 GB in FP8.",
+            "Every expert has to be resident, about 671 GB in FP8, although a token reads 37B.",
+        ),
+        (
+            "preemption-swap-vs-recompute", "recompute-decodes-again",
+            "Recomputation re-prefills the prompt and then decodes all the output tokens again "
+            "one step at a time.",
+            "Recomputation runs the prompt and the tokens already generated through one prefill "
+            "pass, so no token is decoded again.",
+        ),
+        (
+            "reading-a-benchmark", "aggregate-is-per-user",
+            "Each user would see text streaming at 12,000 tokens per second, far beyond reading "
+            "speed.",
+            "12,000 tokens per second is shared by every concurrent stream, so ask how many "
+            "streams there were.",
+        ),
+        (
+            "rotation-quantization", "rotation-gathers-outliers",
+            "The rotation's job is to collect the outliers: it aligns that outlier energy into a "
+            "small fixed set of channels.",
+            "The rotation spreads each outlier's energy across all channels, so no channel stands "
+            "out.",
+        ),
+        (
+            "fp8-e4m3-vs-e5m2", "fp8-needs-no-scale",
+            "Neither format needs a scale factor, because the FP8 tensor cores normalize each input "
+            "internally.",
+            "Each FP8 tensor needs a scale factor, per tensor or per block, to map its values into "
+            "the format's range.",
+        ),
+        (
+            "fp8-e4m3-vs-e5m2", "e-m-swapped",
+            "The digit after E is the number of precision bits, so E5M2 carries 5 bits of "
+            "significand against E4M3's 4.",
+            "The digit after E is the number of exponent bits, so E4M3 keeps three mantissa bits "
+            "and E5M2 only two.",
+        ),
+        (
+            "moe-memory-vs-active", "every-expert-runs",
+            "It is about as fast as a 7B model, because all eight experts always run for every "
+            "token.",
+            "Only two of the eight experts run for each token, so a step reads about 12.9B "
+            "parameters.",
+        ),
     ],
 )
 def test_misconceptions_in_the_writers_words_are_flagged(
@@ -2296,6 +2372,30 @@ def test_a_belief_quoted_to_open_a_sentence_is_reported_not_held(bank, patterns_
             "KV cache and so uses no extra memory.",
             "A separate draft model shares only the tokenizer: it needs its own weights and its own KV "
             "cache in GPU memory.",
+        ),
+        (
+            # Ten rounds (16-40): "each token's logits have to be copied back to the host, so the
+            # bound is PCIe bandwidth divided by the logits' size" (up to 50% before the belief).
+            "fastest-possible-generation", "pcie-sets-the-limit", "bytes-over-bandwidth",
+            "The limit is set by the PCIe link, because every generated token has to cross from the "
+            "GPU to the host. Take the PCIe bandwidth of 64 GB/s and divide by the size of one "
+            "token's logits, 512 KB.",
+            "Each step reads every weight from HBM, so divide the model's bytes by the memory "
+            "bandwidth: 16 GB over 3.35 TB/s is about 4.8 ms per token.",
+        ),
+        (
+            # Eleven rounds (7-40): "real engines typically exceed this figure thanks to CUDA graphs".
+            "fastest-possible-generation", "engines-beat-the-bound", "real-efficiency",
+            "Real engines typically exceed this figure thanks to tensor-core overlap.",
+            "Real engines reach about 70% of that bound, so treat it as a ceiling.",
+        ),
+        (
+            # Rounds 12, 14, 15, 28, 33, 35, 39 and 40: round 40's earned the bandwidth point (60%).
+            "weight-only-quant-speedup", "decode-compute-bound", "decode-memory-bound",
+            "Prefill benefits the most, while decode was already compute-bound and stays about the "
+            "same.",
+            "Decode at small batch is memory-bandwidth-bound: each step reads every weight to make "
+            "one token.",
         ),
     ],
 )
@@ -2656,6 +2756,48 @@ def test_otherwise_inside_a_clause_keeps_the_claim_and_opening_a_sentence_suppos
             "Because each output token rereads every weight, the GPU waits on memory, and the "
             "work grows with the number of output tokens.",
         ),
+        # Round 40's paraphrases (29-43% at its first run).
+        (
+            "flashattention-same-flops", "io-bound",
+            "It builds a giant table comparing every word with every other word and writes the "
+            "whole table out to main memory.",
+            "It builds a giant table comparing every word with every other word and keeps it on "
+            "the chip.",
+        ),
+        (
+            "flashattention-same-flops", "tiling-sram",
+            "It runs chunks of the other words past a few rows, so the giant table never exists in "
+            "main memory.",
+            "It runs the other words past a few rows, one after another.",
+        ),
+        (
+            "preemption-swap-vs-recompute", "swap",
+            "Parking: copy the conversation's notes out to the main computer's memory and copy "
+            "them back when space frees up.",
+            "Parking: keep the conversation's notes where they are and wait.",
+        ),
+        (
+            "preemption-swap-vs-recompute", "cost-comparison",
+            "Parking them takes roughly 5 ms each way over a fast link.",
+            "Parking them is quick.",
+        ),
+        (
+            "chunked-prefill-trade-off", "split-prompt",
+            "The fix is to set a maximum amount of work per round and read the long message in "
+            "slices of that size.",
+            "The fix is to set a maximum amount of work per round.",
+        ),
+        (
+            "chunked-prefill-trade-off", "mixed-with-decode",
+            "Everyone already mid-reply gets their next word, and the remaining room is filled "
+            "with the next slice of the new message.",
+            "Everyone already mid-reply gets their next word, and the new message waits.",
+        ),
+        (
+            "chunked-prefill-trade-off", "ttft-cost",
+            "The cost: the user with the long message waits a bit longer for their first word.",
+            "The cost: the user with the long message waits.",
+        ),
     ],
 )
 def test_points_in_the_writers_plain_words_are_credited(bank, patterns_only, slug, criterion, earns, near_miss):
@@ -2806,6 +2948,15 @@ def test_defining_expert_parallelism_is_not_the_belief_that_it_is_free(bank):
             "Real engines usually hit close to 100% of that bound because the copy is "
             "asynchronous.",
             "Real engines reach about 70% of that bound, so treat it as a ceiling.",
+        ),
+        # Round 40's fluent wrong answer gave every expert its own KV cache.
+        (
+            "moe-memory-vs-active", "kv-from-attention",
+            "So memory per GPU is about 7B x 2 bytes = 14 GB plus the 12.9B gate on GPU 0. The KV "
+            "cache is multiplied by eight, since each expert keeps its own copy of the attention "
+            "history.",
+            "The KV cache comes from the attention layers, which the experts share, so it is "
+            "Mistral 7B's 128 KiB per token.",
         ),
     ],
 )

@@ -63,6 +63,12 @@ PATTERN_ONLY_MISCONCEPTIONS = {
     ("client-bottleneck", "client-never-bottleneck"),
     ("batch-invariance-temperature-zero", "seed-fixes-it"),
     ("batch-invariance-temperature-zero", "batch-does-not-matter"),
+    # Session 33: the same kind, from rounds 7-40 ("the limit is set by the PCIe link", "real
+    # engines typically exceed this figure", "decode was already compute-bound"): each is the
+    # point it voids with its limit or its direction swapped.
+    ("fastest-possible-generation", "pcie-sets-the-limit"),
+    ("fastest-possible-generation", "engines-beat-the-bound"),
+    ("weight-only-quant-speedup", "decode-compute-bound"),
 }
 
 
