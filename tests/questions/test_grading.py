@@ -2290,6 +2290,79 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "Only two of the eight experts run for each token, so a step reads about 12.9B "
             "parameters.",
         ),
+        # Round 41's missed misconception answers, in the writers' words.
+        (
+            "client-bottleneck", "client-never-bottleneck",
+            "Load generators are doing almost nothing compared with the server: sending a few HTTP "
+            "requests and reading the stream is trivial next to running a transformer on a GPU.",
+            "One Python client parsing thousands of SSE events per second can pin a core, so the "
+            "client can be the limit.",
+        ),
+        (
+            "kv-cache-runs-out", "drops-oldest-tokens",
+            "When the KV cache fills, it evicts the oldest KV blocks of each long sequence, so the "
+            "model keeps generating but can no longer attend to the start of the prompt.",
+            "vLLM does not evict the oldest KV blocks of a running sequence; it preempts a whole "
+            "request and recomputes it later.",
+        ),
+        (
+            "many-lora-adapters", "average-adapters",
+            "The efficient approach is to fold the adapters together: average the 500 customers' "
+            "deltas into one combined update.",
+            "The efficient approach is to keep one base model and apply each customer's adapter to "
+            "its own requests.",
+        ),
+        (
+            "quantization-tradeoff", "free-lunch",
+            "Honestly, with modern methods it doesn't really trade anything anymore, you just get a "
+            "smaller, faster model.",
+            "It trades some accuracy for memory and speed, so run your evals on the quantized "
+            "checkpoint.",
+        ),
+        (
+            "semantic-cache-risks", "prefix-cache-stores-answers",
+            "Prefix caching stores the response generated for a given prompt and serves it again "
+            "when the exact same prompt comes back.",
+            "Prefix caching stores only the keys and values of a repeated prompt prefix; the "
+            "answer is generated fresh every time.",
+        ),
+        (
+            "ttft-tpot-itl-definitions", "ttft-is-prefill",
+            "TTFT is the time the server spends on prefill, running the prompt through the model "
+            "to produce the first token.",
+            "TTFT is measured by the client from sending the request to the first token, so it "
+            "includes queueing as well as prefill.",
+        ),
+        (
+            # Round 33's, missed until round 41's words were added.
+            "ttft-tpot-itl-definitions", "ttft-is-prefill",
+            "TTFT is the server-side prefill time, so it depends only on prompt length and model "
+            "size.",
+            "TTFT is measured by the client, so it includes queueing, prefill and the network.",
+        ),
+        # Round 41's fluent wrong answers.
+        (
+            "gqa-mqa-kv-cache", "gqa-groups-requests",
+            "GQA groups incoming requests that share the same prompt so they can use one KV cache.",
+            "GQA groups query heads inside the model so that several share one key and value head.",
+        ),
+        (
+            "ttft-tpot-itl-definitions", "itl-between-requests",
+            "ITL is the time between one request finishing and the next one starting.",
+            "ITL is the gap between successive streamed tokens within one response.",
+        ),
+        (
+            "ttft-tpot-itl-definitions", "tpot-misdefined",
+            "TPOT is total tokens, input plus output, divided by the wall-clock duration of the "
+            "benchmark. E2E is TTFT plus one ITL.",
+            "TPOT is (E2E - TTFT) / (output tokens - 1).",
+        ),
+        (
+            # Round 33's misconception answer, in round 40's verbs folded into round 35's pattern.
+            "rotation-quantization", "rotation-gathers-outliers",
+            "The rotation collects all the outlier energy into a small, fixed set of channels.",
+            "The rotation spreads the outlier energy evenly over all the channels.",
+        ),
     ],
 )
 def test_misconceptions_in_the_writers_words_are_flagged(
@@ -2396,6 +2469,20 @@ def test_a_belief_quoted_to_open_a_sentence_is_reported_not_held(bank, patterns_
             "same.",
             "Decode at small batch is memory-bandwidth-bound: each step reads every weight to make "
             "one token.",
+        ),
+        (
+            # Nine rounds' wrong answers (16, 18, 20, 27, 29, 32, 34, 37, 41).
+            "hidden-costs-self-hosting", "one-gpu-is-enough", "redundancy",
+            "Redundancy isn't needed because one H100 can serve requests from multiple regions.",
+            "One H100 is a single point of failure, so production needs at least two replicas.",
+        ),
+        (
+            # Rounds 37 and 41: "cloud providers bill idle GPUs at a fraction of the rate".
+            "hidden-costs-self-hosting", "idle-gpu-is-free", "idle",
+            "During decode the card drops into a low-power state and cloud providers bill idle "
+            "GPUs at a fraction of the rate, so idle capacity costs little.",
+            "You size for the daily peak, so average utilisation is 30-50% and the idle capacity "
+            "makes the cost per token 2-3x the full-load figure.",
         ),
     ],
 )
@@ -2797,6 +2884,26 @@ def test_otherwise_inside_a_clause_keeps_the_claim_and_opening_a_sentence_suppos
             "chunked-prefill-trade-off", "ttft-cost",
             "The cost: the user with the long message waits a bit longer for their first word.",
             "The cost: the user with the long message waits.",
+        ),
+        # Round 41's paraphrase of copy-on-write.
+        (
+            "copy-on-write-sampling", "copy-on-write",
+            "The moment one answer needs to write onto a page others still share, the system "
+            "photocopies just that page and hands the copy to the writer.",
+            "The moment one answer needs to write onto a page others still share, the system "
+            "notices.",
+        ),
+        (
+            "copy-on-write-sampling", "saving",
+            "For an 8B model the question's notes take about 132 MB rather than 504 MB for four "
+            "separate copies.",
+            "The question's notes take much less room than four separate copies.",
+        ),
+        (
+            "copy-on-write-sampling", "beam-search",
+            "For a search that keeps several candidate answers, a new branch simply points at its "
+            "parent's pages, and pages nobody points to are freed.",
+            "A new branch simply points at its parent's pages.",
         ),
     ],
 )
@@ -3265,6 +3372,14 @@ def test_a_sentence_that_denies_the_belief_in_its_words_is_not_read_as_stating_i
             "Because nothing promises one SSE chunk per token; the mapping is loose in both "
             "directions.",
             "Each SSE chunk carries exactly one token, so counting chunks counts tokens.",
+        ),
+        (
+            # Round 41's strong answer: the free speedup confined to batch 1 is the point.
+            "speculative-when-it-hurts", "always-faster",
+            "At batch 1 decode is bandwidth-bound and the tensor cores are mostly idle, so "
+            "verifying k draft tokens in one target pass costs roughly the same time as generating "
+            "one token: free speedup.",
+            "Speculative decoding with a draft model is a free speedup at any batch size.",
         ),
     ],
 )

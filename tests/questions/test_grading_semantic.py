@@ -69,6 +69,11 @@ PATTERN_ONLY_MISCONCEPTIONS = {
     ("fastest-possible-generation", "pcie-sets-the-limit"),
     ("fastest-possible-generation", "engines-beat-the-bound"),
     ("weight-only-quant-speedup", "decode-compute-bound"),
+    # Session 34: two stories the fluent wrong answers to the self-hosting spreadsheet tell ("one
+    # H100 is enough for production", "cloud providers bill idle GPUs at a fraction of the rate"),
+    # each the point it voids denied.
+    ("hidden-costs-self-hosting", "one-gpu-is-enough"),
+    ("hidden-costs-self-hosting", "idle-gpu-is-free"),
 }
 
 
