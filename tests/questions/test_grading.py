@@ -2358,6 +2358,21 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "TPOT is (E2E - TTFT) / (output tokens - 1).",
         ),
         (
+            # Round 41's fluent wrong answer.
+            "fp8-e4m3-vs-e5m2", "fp8-needs-no-scale",
+            "FP8 tensors carry no extra metadata; the hardware picks the exponent bias "
+            "automatically per instruction.",
+            "Each FP8 tensor carries a scale factor, per tensor or per block, chosen from its "
+            "largest value.",
+        ),
+        (
+            # Round 33's misconception answer, missed until then.
+            "fp8-e4m3-vs-e5m2", "fp8-needs-no-scale",
+            "Scale factors are an INT8 concept, where the grid is uniform; FP8 makes them "
+            "unnecessary.",
+            "Scale factors matter for FP8 as much as for INT8: E4M3 reaches only 448.",
+        ),
+        (
             # Round 33's misconception answer, in round 40's verbs folded into round 35's pattern.
             "rotation-quantization", "rotation-gathers-outliers",
             "The rotation collects all the outlier energy into a small, fixed set of channels.",
