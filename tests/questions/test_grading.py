@@ -3080,6 +3080,22 @@ def test_defining_expert_parallelism_is_not_the_belief_that_it_is_free(bank):
             "The KV cache comes from the attention layers, which the experts share, so it is "
             "Mistral 7B's 128 KiB per token.",
         ),
+        # Round 41's fluent wrong answer: an off-peak discount on GPU-hours is not the batch
+        # pricing that providers pass on.
+        (
+            "batch-vs-interactive-cost", "batch-pricing",
+            "Also, electricity is cheaper at night, and cloud providers discount GPU-hours "
+            "off-peak, which accounts for most of the difference.",
+            "Providers pass it on: batch APIs charge half price for results within 24 hours.",
+        ),
+        # Naming EAGLE beside Medusa says nothing of how it drafts (rounds 3, 20 and 36 earned
+        # the point that way).
+        (
+            "draft-model-vs-medusa-eagle", "eagle-features",
+            "I'd use Medusa for chat, EAGLE for creative writing where the higher temperature "
+            "helps, and a draft model for code.",
+            "EAGLE drafts at the feature level of the target and is more accurate than Medusa.",
+        ),
     ],
 )
 def test_a_sentence_in_a_points_words_that_does_not_make_it_earns_nothing(
