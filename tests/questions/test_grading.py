@@ -3096,6 +3096,15 @@ def test_defining_expert_parallelism_is_not_the_belief_that_it_is_free(bank):
             "helps, and a draft model for code.",
             "EAGLE drafts at the feature level of the target and is more accurate than Medusa.",
         ),
+        # Round 41's partial answer (and rounds 6, 10, 18, 20, 24's): swapping described over PCIe,
+        # with nothing said of what the copy costs.
+        (
+            "preemption-swap-vs-recompute", "cost-comparison",
+            "With swapping, the KV blocks of the preempted request are copied out to CPU RAM over "
+            "PCIe and then copied back to the GPU when it gets rescheduled.",
+            "Swapping copies 2 GB of KV blocks over PCIe at about 25 GB/s, roughly 80 ms each way, "
+            "while recomputing is one fast parallel prefill.",
+        ),
     ],
 )
 def test_a_sentence_in_a_points_words_that_does_not_make_it_earns_nothing(
