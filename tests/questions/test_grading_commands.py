@@ -175,7 +175,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout35", "1st", "run", "heldout35", "now", "heldout36", "1st", "run", "heldout36", "now",
         "heldout37", "1st", "run", "heldout37", "now", "heldout38", "1st", "run", "heldout38", "now",
         "heldout39", "1st", "run", "heldout39", "now", "heldout40", "1st", "run", "heldout40", "now",
-        "heldout41", "1st", "run", "heldout41", "now",
+        "heldout41", "1st", "run", "heldout41", "now", "heldout42", "1st", "run", "heldout42", "now",
     ]
     rows = {line[:36].strip(): line[36:].split() for line in lines if line[:36].strip()}
     columns = [
@@ -193,7 +193,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout34 now", "heldout35 1st", "heldout35 now", "heldout36 1st", "heldout36 now",
         "heldout37 1st", "heldout37 now", "heldout38 1st", "heldout38 now",
         "heldout39 1st", "heldout39 now", "heldout40 1st", "heldout40 now",
-        "heldout41 1st", "heldout41 now",
+        "heldout41 1st", "heldout41 now", "heldout42 1st", "heldout42 now",
     ]
     misconception = rows["misconception (flagged and <= 50%)"]
     agreement = rows["criterion agreement"]
@@ -291,6 +291,8 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout40": (["50/58", "86%"], "93%", "0.86", ["331/348", "95%"]),
         # Round 41 (session 33, sealed until session 34's start: the grader session 33 left).
         "heldout41": (["52/58", "90%"], "92%", "0.85", ["328/348", "94%"]),
+        # Round 42 (session 34, sealed until session 35's start: the grader session 34 left).
+        "heldout42": (["49/58", "84%"], "92%", "0.84", ["322/348", "93%"]),
     }
     for name, (flagged, agreed, kappa_, right) in first_runs.items():
         at = columns.index(f"{name} 1st")
@@ -344,6 +346,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "first run 2026-12-06 11:00 UTC at fe01888725a9" in text
     assert "first run 2026-12-06 14:24 UTC at dc4c40e07569" in text
     assert "first run 2026-12-06 17:55 UTC at c520b918423d" in text
+    assert "first run 2026-12-06 21:19 UTC at d9ee073ca2b2" in text
     # Rounds 15-17 were tuned on in session 17: the second look's threshold was chosen on rounds
     # 7-15, a rubric fix with round 16's answers and the denial rule with round 17's.
     assert "heldout15: development;" in text and "heldout16: development;" in text
@@ -386,7 +389,9 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     # Round 41 was read and tuned on in session 34 after its first run: every graded round has
     # been read.
     assert "heldout41: development;" in text
-    assert text.count(": held-out;") == 0
+    # Round 42 was first run at session 35's start and is still held out.
+    assert "heldout42: held-out;" in text
+    assert text.count(": held-out;") == 1
     # Round 14 was tuned on in session 15 (the criterion stage refitted on rounds 7-14).
     assert "heldout14: development;" in text
     # Rounds 12 and 13 were tuned on in session 13 (the criterion reader's stage was fitted on them).
@@ -423,7 +428,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "heldout39: sealed" not in text
     assert "heldout40: sealed" not in text
     assert "heldout41: sealed" not in text
-    assert "heldout42: sealed (written blind, not graded yet" in text
+    assert "heldout42: sealed" not in text
 
 
 LABELLED = """question = "inference-bottleneck"
