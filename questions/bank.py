@@ -854,11 +854,14 @@ def load_set(
     reader = _Reader(path=path, text=text)
     reader.table(
         data, (), required={"slug", "title", "summary", "order", "questions"},
-        optional={"concepts"},
+        optional={"concepts", "contrasts"},
     )
     slug = reader.slug(data, (), "slug")
     local = _concepts(reader, data, ())
     concepts = MappingProxyType({**global_concepts, **local})
+    # A set may add contrast groups of its own subjects (GPTQ, AWQ and SmoothQuant are named
+    # and compared in one answer); they join the global groups for its questions only.
+    contrasts = contrasts + _contrasts(reader, data, concepts)
     questions = [
         _question(reader, body, index, set_slug=slug, concepts=concepts, contrasts=contrasts)
         for index, body in enumerate(

@@ -256,6 +256,33 @@ def test_a_minimal_valid_bank_loads(tmp_path):
     assert bank.contrasts == (("alpha", "beta"),)
 
 
+def test_a_sets_own_contrasts_hold_for_its_questions_only(tmp_path):
+    local = (
+        'slug = "demo"\ntitle = "Demo"\nsummary = "A demo set."\norder = 2\n'
+        'contrasts = [["gamma", "delta"]]\n\n'
+        "[concepts.gamma]\npatterns = ['gamma']\n\n[concepts.delta]\npatterns = ['delta']\n\n"
+    )
+    bank = load_bank(
+        content_dir=write_bank(
+            tmp_path,
+            ("demo.toml", local + GOOD_QUESTION.format(slug="q1")),
+            ("other.toml", set_file(GOOD_QUESTION.format(slug="q2"), slug="other")),
+        ),
+    )
+    assert bank.question("q1").contrasts == (("alpha", "beta"), ("gamma", "delta"))
+    assert bank.question("q2").contrasts == (("alpha", "beta"),)
+    assert bank.contrasts == (("alpha", "beta"),)
+
+
+def test_a_sets_contrast_of_an_unknown_concept_is_refused_with_the_line(tmp_path):
+    text = set_file(GOOD_QUESTION.format(slug="q1")).replace(
+        "order = 2\n", 'order = 2\ncontrasts = [["alpha", "omega"]]\n', 1,
+    )
+    error = load_error(write_bank(tmp_path, ("demo.toml", text)))
+    assert error.path.name == "demo.toml"
+    assert "omega" in str(error)
+
+
 def test_toml_syntax_error_reports_tomllibs_line(tmp_path):
     text = set_file(GOOD_QUESTION.format(slug="q1")).replace('earns = "Beta."', 'earns = "Beta.')
     error = load_error(write_bank(tmp_path, ("demo.toml", text)))
