@@ -2378,6 +2378,93 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "The rotation collects all the outlier energy into a small, fixed set of channels.",
             "The rotation spreads the outlier energy evenly over all the channels.",
         ),
+        # Round 42's misconception answers.
+        (
+            "gqa-mqa-kv-cache", "gqa-groups-requests",
+            "GQA groups incoming requests so that sequences in the same group share a set of "
+            "key/value heads, and MQA goes further with one KV cache shared by every request.",
+            "GQA groups the query heads inside a layer so that each group shares one key and value "
+            "head; every request keeps its own cache.",
+        ),
+        (
+            "prefix-cache-benchmark-unique-prompts", "server-returns-stored-answer",
+            "After the first request it already has the full completion for that exact input and "
+            "hands it back without running the model.",
+            "After the first request it already has the prompt's keys and values, so it skips the "
+            "prefill and still generates every output token.",
+        ),
+        (
+            "semantic-cache-risks", "semantic-cache-is-safe",
+            "A semantic cache is low-risk: you're giving back answers the model already produced, "
+            "so the quality is the model's own quality.",
+            "A semantic cache is risky: a near-duplicate question can get an answer that was "
+            "written for a different question.",
+        ),
+        (
+            "batch-vs-interactive-cost", "batching-speeds-each-request",
+            "Large batches are efficient across the board, and every sequence in the batch "
+            "finishes faster than it would on its own.",
+            "Large batches raise throughput, but every sequence in the batch finishes later than "
+            "it would on its own.",
+        ),
+        (
+            "dp-attention-wide-ep", "wide-ep-for-capacity",
+            "Expert parallelism goes wide because of capacity: the experts are most of the 671B "
+            "parameters.",
+            "Expert parallelism goes wide so that each expert sees enough tokens per step for an "
+            "efficient matmul.",
+        ),
+        (
+            # "aren't really paying" is the belief's own words, not a denial of it.
+            "draft-model-vs-medusa-eagle", "draft-shares-target-memory",
+            "The separate draft model is basically free in memory terms: it reads the target's KV "
+            "cache, so you aren't really paying for a second model.",
+            "The separate draft model is a second model in memory: its own weights and its own KV "
+            "cache.",
+        ),
+        (
+            "fp8-vs-int4", "fp8-runs-anywhere",
+            "FP8 is mostly a portability choice: it's a standard format that any modern GPU, "
+            "including the A100, can run.",
+            "FP8 matmuls need FP8 tensor cores: the H100 has them and the A100 does not.",
+        ),
+        (
+            "weight-only-vs-w8a8-kernels", "blackwell-converts-fp4",
+            "On the B200 it's also weight-only: the FP4 tensor cores are really meant for "
+            "training.",
+            "On the B200 the FP4 tensor cores multiply the MXFP4 weights directly.",
+        ),
+        (
+            "when-self-host", "idle-gpu-is-free",
+            "You autoscale down to zero overnight and on quiet days so you're not paying for an "
+            "idle card.",
+            "A replica takes minutes to load its weights, so you pay for the GPU through quiet "
+            "hours too.",
+        ),
+        # Round 42's fluent wrong answers.
+        (
+            "moe-memory-vs-active", "every-expert-runs",
+            "The model runs all 8 experts in parallel on every token, then averages them with the "
+            "router's weights.",
+            "The router picks 2 of the 8 experts for every token, so only 12.9B parameters run.",
+        ),
+        (
+            "moe-batch-erodes-advantage", "memory-by-active",
+            "You only need to store the active experts on the GPUs, about 37 GB.",
+            "You need to store every expert on the GPUs, about 671 GB in FP8.",
+        ),
+        (
+            "weight-only-quant-speedup", "weight-quant-shrinks-kv",
+            "The smaller weights also make the KV cache four times smaller.",
+            "The KV cache stays in BF16; only the weights get smaller.",
+        ),
+        (
+            "weight-only-vs-w8a8-kernels", "fp4-everywhere",
+            "All four cases run the matmul in 4-bit: the H100 emulates FP4 through its FP8 tensor "
+            "cores.",
+            "The H100 has no FP4 tensor cores, so it unpacks the 4-bit weights to BF16 before each "
+            "matmul.",
+        ),
     ],
 )
 def test_misconceptions_in_the_writers_words_are_flagged(
@@ -2920,6 +3007,36 @@ def test_otherwise_inside_a_clause_keeps_the_claim_and_opening_a_sentence_suppos
             "parent's pages, and pages nobody points to are freed.",
             "A new branch simply points at its parent's pages.",
         ),
+        # Round 42's paraphrase of the continuous-batching scheduler.
+        (
+            "continuous-batching-scheduler", "per-step",
+            "The newer way re-decides the group after every single word-generating round.",
+            "The newer way re-decides the group now and then.",
+        ),
+        (
+            "continuous-batching-scheduler", "static-problem",
+            "Requests that need short answers hold their place while a long one finishes, and "
+            "newcomers queue.",
+            "Requests that need short answers hold their place, and newcomers queue.",
+        ),
+        # Round 42's strong answer: words between the verb and the count.
+        (
+            "batch-vs-interactive-cost", "large-batch-throughput",
+            "Each step still reads the weights once, but now that one read produces, say, 200 "
+            "tokens instead of 8.",
+            "Each step still reads the weights once.",
+        ),
+        # Rounds 41 and 42's strong answers: GPTQ under its own heading, the mechanism in the next
+        # sentence with a pronoun; the same mechanism under AWQ's heading is not GPTQ's.
+        (
+            "outliers-awq-gptq-smoothquant", "gptq",
+            "GPTQ: post-training, weight-only. It walks through a layer's weight matrix column by "
+            "column, rounds each column, and pushes the error onto the columns not yet quantized, "
+            "using the inverse Hessian.",
+            "AWQ: post-training, weight-only. It walks through a layer's weight matrix column by "
+            "column, rounds each column, and pushes the error onto the columns not yet quantized, "
+            "using the inverse Hessian.",
+        ),
     ],
 )
 def test_points_in_the_writers_plain_words_are_credited(bank, patterns_only, slug, criterion, earns, near_miss):
@@ -3104,6 +3221,48 @@ def test_defining_expert_parallelism_is_not_the_belief_that_it_is_free(bank):
             "PCIe and then copied back to the GPU when it gets rescheduled.",
             "Swapping copies 2 GB of KV blocks over PCIe at about 25 GB/s, roughly 80 ms each way, "
             "while recomputing is one fast parallel prefill.",
+        ),
+        # Round 42's fluent wrong answers (in part or whole): the point's words saying something
+        # else, which meaning alone or the patterns credited.
+        (
+            "arithmetic-intensity", "ridge",
+            "The ridge point is where the KV cache exceeds the L2 cache.",
+            "Compare it with the ridge point, peak FLOP/s over bandwidth, about 295 FLOP/byte on an "
+            "H100.",
+        ),
+        (
+            "batching-almost-free", "compute-was-idle",
+            "Batching is cheap because the sequences in a batch share a single KV cache: their keys "
+            "and values are merged, so attention runs once for the whole batch instead of once per "
+            "sequence. The GPU is compute-bound during decode, and the merged attention removes "
+            "most of the duplicate FLOPs, which is why adding sequences costs almost nothing.",
+            "Decode is memory-bound, so the extra arithmetic uses tensor cores that were sitting "
+            "idle.",
+        ),
+        (
+            "batching-almost-free", "weights-read-once",
+            "Batching is cheap because the sequences in a batch share a single KV cache: their keys "
+            "and values are merged, so attention runs once for the whole batch instead of once per "
+            "sequence.",
+            "One read of the weights per step is shared by every sequence in the batch.",
+        ),
+        (
+            "moe-batch-erodes-advantage", "fades",
+            "Because only 37B parameters are active, you only need to store the active experts on "
+            "the GPUs, about 37 GB, and the remaining experts are streamed from CPU memory on "
+            "demand. At batch 1 this streaming over PCIe dominates, so decode is slow, maybe 50 ms "
+            "per token. At batch 64 the experts are prefetched for the whole batch at once, so the "
+            "PCIe cost is amortised and each sequence actually decodes faster than at batch 1. "
+            "MoE's advantage therefore grows with batch size, since the expert loads are shared.",
+            "As the batch grows, each step reads close to the whole model, so MoE's advantage "
+            "fades.",
+        ),
+        (
+            "moe-memory-vs-active", "kv-from-attention",
+            "Larger batches make it faster per token because the experts are better load-balanced. "
+            "The KV cache is also per expert, so it is eight times larger than a dense 7B model's.",
+            "The KV cache comes from the attention layers, which every expert shares, so it is "
+            "128 KiB per token, the same as a dense Mistral 7B.",
         ),
     ],
 )

@@ -389,9 +389,10 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     # Round 41 was read and tuned on in session 34 after its first run: every graded round has
     # been read.
     assert "heldout41: development;" in text
-    # Round 42 was first run at session 35's start and is still held out.
-    assert "heldout42: held-out;" in text
-    assert text.count(": held-out;") == 1
+    # Round 42 was read and tuned on in session 35 after its first run: every graded round has
+    # been read.
+    assert "heldout42: development;" in text
+    assert text.count(": held-out;") == 0
     # Round 14 was tuned on in session 15 (the criterion stage refitted on rounds 7-14).
     assert "heldout14: development;" in text
     # Rounds 12 and 13 were tuned on in session 13 (the criterion reader's stage was fitted on them).
@@ -429,6 +430,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "heldout40: sealed" not in text
     assert "heldout41: sealed" not in text
     assert "heldout42: sealed" not in text
+    assert "heldout43: sealed (written blind, not graded yet" in text
 
 
 LABELLED = """question = "inference-bottleneck"

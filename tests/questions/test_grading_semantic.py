@@ -398,6 +398,20 @@ def test_polarity_is_read_in_the_clauses_about_the_reference(sentence, opposes):
             "I don't think so. The weights are 8B x 2 bytes so about 16 GB in BF16.",
             "bf16-one-byte",
         ),
+        # Round 42's strong answers: the latency cost in the belief's metric, and the contrast
+        # between the two quantizations in the belief's words.
+        (
+            "batching-almost-free",
+            "Batching raises throughput nearly linearly. And each individual user sees a slightly "
+            "slower time per output token.",
+            "batching-cuts-latency",
+        ),
+        (
+            "kv-cache-quantization",
+            "So weight quantization shrinks the model; KV quantization shrinks the per-request "
+            "state.",
+            "kv-quant-shrinks-model",
+        ),
     ],
 )
 def test_correct_statements_are_not_flagged(bank, slug, answer, not_flagged):
