@@ -280,6 +280,7 @@ def test_a_sets_contrast_of_an_unknown_concept_is_refused_with_the_line(tmp_path
     )
     error = load_error(write_bank(tmp_path, ("demo.toml", text)))
     assert error.path.name == "demo.toml"
+    assert error.line == line_of(text, "contrasts = ")
     assert "omega" in str(error)
 
 
