@@ -176,6 +176,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout37", "1st", "run", "heldout37", "now", "heldout38", "1st", "run", "heldout38", "now",
         "heldout39", "1st", "run", "heldout39", "now", "heldout40", "1st", "run", "heldout40", "now",
         "heldout41", "1st", "run", "heldout41", "now", "heldout42", "1st", "run", "heldout42", "now",
+        "heldout43", "1st", "run", "heldout43", "now",
     ]
     rows = {line[:36].strip(): line[36:].split() for line in lines if line[:36].strip()}
     columns = [
@@ -194,6 +195,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout37 1st", "heldout37 now", "heldout38 1st", "heldout38 now",
         "heldout39 1st", "heldout39 now", "heldout40 1st", "heldout40 now",
         "heldout41 1st", "heldout41 now", "heldout42 1st", "heldout42 now",
+        "heldout43 1st", "heldout43 now",
     ]
     misconception = rows["misconception (flagged and <= 50%)"]
     agreement = rows["criterion agreement"]
@@ -293,6 +295,8 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout41": (["52/58", "90%"], "92%", "0.85", ["328/348", "94%"]),
         # Round 42 (session 34, sealed until session 35's start: the grader session 34 left).
         "heldout42": (["49/58", "84%"], "92%", "0.84", ["322/348", "93%"]),
+        # Round 43 (session 35, sealed until session 36's start: the grader session 35 left).
+        "heldout43": (["53/58", "91%"], "93%", "0.86", ["330/348", "95%"]),
     }
     for name, (flagged, agreed, kappa_, right) in first_runs.items():
         at = columns.index(f"{name} 1st")
@@ -347,6 +351,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "first run 2026-12-06 14:24 UTC at dc4c40e07569" in text
     assert "first run 2026-12-06 17:55 UTC at c520b918423d" in text
     assert "first run 2026-12-06 21:19 UTC at d9ee073ca2b2" in text
+    assert "first run 2026-12-06 23:56 UTC at 0d897c352207" in text
     # Rounds 15-17 were tuned on in session 17: the second look's threshold was chosen on rounds
     # 7-15, a rubric fix with round 16's answers and the denial rule with round 17's.
     assert "heldout15: development;" in text and "heldout16: development;" in text
@@ -392,7 +397,9 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     # Round 42 was read and tuned on in session 35 after its first run: every graded round has
     # been read.
     assert "heldout42: development;" in text
-    assert text.count(": held-out;") == 0
+    # Round 43 was first run at session 36's start and is still held out.
+    assert "heldout43: held-out;" in text
+    assert text.count(": held-out;") == 1
     # Round 14 was tuned on in session 15 (the criterion stage refitted on rounds 7-14).
     assert "heldout14: development;" in text
     # Rounds 12 and 13 were tuned on in session 13 (the criterion reader's stage was fitted on them).
@@ -430,7 +437,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "heldout40: sealed" not in text
     assert "heldout41: sealed" not in text
     assert "heldout42: sealed" not in text
-    assert "heldout43: sealed (written blind, not graded yet" in text
+    assert "heldout43: sealed" not in text
 
 
 LABELLED = """question = "inference-bottleneck"
