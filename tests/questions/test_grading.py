@@ -2465,6 +2465,85 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "The H100 has no FP4 tensor cores, so it unpacks the 4-bit weights to BF16 before each "
             "matmul.",
         ),
+        # Round 43's misconception answers.
+        (
+            "fastest-possible-generation", "pcie-sets-the-limit",
+            "The ceiling is set by the host link. Each decode step the GPU has to hand its result "
+            "back to the CPU, so every token involves a round trip over PCIe.",
+            "The ceiling is set by HBM bandwidth: every token reads all the weights from memory.",
+        ),
+        (
+            "fp8-vs-int4", "int4-always-faster",
+            "INT4 is the performance choice, full stop.",
+            "INT4 is the memory choice; at large batches FP8 runs faster on FP8 tensor cores.",
+        ),
+        (
+            "fp8-vs-int4", "int4-always-faster",
+            "Since inference is about moving weights, INT4 wins on throughput at every batch size, "
+            "from a single stream up to hundreds of concurrent requests.",
+            "INT4 wins on throughput at small batch sizes, where moving the weights is the cost.",
+        ),
+        (
+            "outliers-awq-gptq-smoothquant", "smoothquant-smooths-weights",
+            "SmoothQuant targets W8A8, and the problem it fixes is outlier weights: a few weight "
+            "channels have very large magnitudes that blow up the INT8 range.",
+            "SmoothQuant targets W8A8, and the problem it fixes is outlier activations: it moves "
+            "them into the weights with a per-channel scale.",
+        ),
+        (
+            "semantic-cache-risks", "prefix-cache-stores-answers",
+            "Prefix caching is basically the exact-match version of the same idea: vLLM hashes the "
+            "prompt's tokens, and if an identical prompt was seen before it returns the completion "
+            "it generated last time instead of running the model again.",
+            "Prefix caching also needs an exact match, but it reuses the prompt's KV blocks and "
+            "still generates the answer.",
+        ),
+        (
+            "when-self-host", "always-cheaper",
+            "Pretty much whenever you have the engineering skills, because it is cheaper.",
+            "When you have the engineering skills and enough steady traffic to keep the GPU busy, "
+            "because then it is cheaper.",
+        ),
+        # Round 43's fluent wrong answers.
+        (
+            "long-context-cost", "prefill-grows-linearly",
+            "FlashAttention makes attention linear in sequence length, so prefill time grows "
+            "roughly in proportion to the prompt.",
+            "FlashAttention makes attention's memory linear in sequence length, but prefill "
+            "compute still grows quadratically.",
+        ),
+        (
+            "long-context-cost", "long-context-cache-stays-small",
+            "The KV cache grows only logarithmically with context; the 128k request needs maybe "
+            "two or three times the cache of a 4k one.",
+            "The KV cache grows linearly with context: the 128k request needs 32 times the cache "
+            "of a 4k one.",
+        ),
+        (
+            "tensor-vs-pipeline-serving", "tp-is-replicas",
+            "Tensor parallelism runs a full copy of the model on each GPU and sends different "
+            "requests to each one.",
+            "Tensor parallelism splits every weight matrix across the GPUs, and all of them work "
+            "on each request.",
+        ),
+        (
+            "self-host-or-api", "idle-gpu-is-free",
+            "A small open model on your own GPU has no per-token charge, so the occasional request "
+            "is essentially free.",
+            "A small open model on your own GPU has no per-token charge, but you pay for the GPU "
+            "by the hour even when requests are occasional.",
+        ),
+        (
+            "when-self-host", "idle-gpu-is-free",
+            "Your own GPU autoscales to zero and costs nothing between requests.",
+            "Your own GPU costs the same by the hour between requests as during them.",
+        ),
+        (
+            "draft-model-vs-medusa-eagle", "draft-shares-target-memory",
+            "A separate draft model is the most memory-efficient choice because it shares the "
+            "target's weights and KV cache.",
+            "A separate draft model costs memory: its own weights and its own KV cache.",
+        ),
     ],
 )
 def test_misconceptions_in_the_writers_words_are_flagged(
@@ -3263,6 +3342,73 @@ def test_defining_expert_parallelism_is_not_the_belief_that_it_is_free(bank):
             "The KV cache is also per expert, so it is eight times larger than a dense 7B model's.",
             "The KV cache comes from the attention layers, which every expert shares, so it is "
             "128 KiB per token, the same as a dense Mistral 7B.",
+        ),
+        # Round 43's fluent wrong answers.
+        (
+            "dp-attention-wide-ep", "dp-attention",
+            "Data-parallel attention means every GPU computes attention for every sequence, which "
+            "removes that communication.",
+            "Data-parallel attention means every GPU computes attention for its own sequences.",
+        ),
+        (
+            "dp-attention-wide-ep", "latent-replicated",
+            "Tensor parallelism is avoided for attention because MLA's latent projection cannot be "
+            "split column-wise, so the all-reduce after attention would have to carry the full "
+            "uncompressed keys, which is too much NVLink traffic. Data-parallel attention means "
+            "every GPU computes attention for every sequence, which removes that communication.",
+            "Tensor parallelism is avoided for attention because MLA's latent is shared by all "
+            "heads, so every GPU would hold a full copy of the cache.",
+        ),
+        (
+            "dp-attention-wide-ep", "tokens-per-expert",
+            "Data-parallel attention means every GPU computes attention for every sequence, which "
+            "removes that communication. Wide expert parallelism is used for fault tolerance: with "
+            "hundreds of GPUs each holding replicas of the experts, a failed GPU's experts can be "
+            "served from elsewhere, and the router balances load by sending tokens to whichever "
+            "replica is least busy.",
+            "Wide expert parallelism gives each expert hundreds of tokens per step instead of a "
+            "handful, so its matmul is efficient.",
+        ),
+        (
+            "expert-parallel-all-to-all", "all-to-all",
+            "The only communication it adds is a single all-reduce at the end of the model to "
+            "combine the logits.",
+            "Each MoE layer adds an all-to-all to dispatch tokens to their experts and another to "
+            "combine the results.",
+        ),
+        (
+            "draft-model-vs-medusa-eagle", "medusa-heads",
+            "Medusa replaces the target's attention with multiple parallel attention heads, each "
+            "handling a different future position, which is why it needs no verification step and "
+            "is not lossless.",
+            "Medusa adds several extra heads on the target's last hidden state, each guessing a "
+            "token further ahead.",
+        ),
+        (
+            "self-host-or-api", "privacy",
+            "Quality and compliance are the same either way since all major APIs offer the same "
+            "models you would host.",
+            "Compliance can require that prompts never leave your own network.",
+        ),
+        (
+            "batching-almost-free", "weights-read-once",
+            "Batching is cheap because the GPU has thousands of CUDA cores and each sequence in the "
+            "batch gets its own group of cores with its own copy of the weights in shared memory. "
+            "Since the sequences run on separate cores, they don't interfere, and the only "
+            "overhead is the kernel launch, which is amortised across the batch. The limit is the "
+            "number of streaming multiprocessors: once every SM has a sequence, adding more forces "
+            "time-slicing, and that is when batching starts to cost you.",
+            "One read of the weights per step is amortised across every sequence in the batch.",
+        ),
+        # Round 24's fluent wrong answer makes the prefix cache the cure, not the cause ("The fix is
+        # to turn on prefix caching, which stores the prompt's KV so that repeated prompts are
+        # processed independently").
+        (
+            "prefix-cache-benchmark-unique-prompts", "cache-hits-inflate",
+            "The fix is to turn on prefix caching, which stores the prompt's KV so that repeated "
+            "prompts skip the prefill.",
+            "Identical prompts hit the prefix cache, so prefill is skipped and TTFT looks far "
+            "better than it is.",
         ),
     ],
 )

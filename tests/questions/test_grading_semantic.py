@@ -412,6 +412,29 @@ def test_polarity_is_read_in_the_clauses_about_the_reference(sentence, opposes):
             "state.",
             "kv-quant-shrinks-model",
         ),
+        # Round 43's strong answers: a step and throughput named together, bytes per token that
+        # fall with the batch, and a server said to do little prompt work.
+        (
+            "continuous-batching-throughput",
+            "And since decode at these batch sizes is memory-bandwidth-bound, the step time is "
+            "dominated by reading the weights once, so a step with 64 active sequences costs "
+            "barely more than one with 8; keeping it full turns directly into several times more "
+            "tokens per second (benchmarks like the vLLM/Orca ones report up to an order of "
+            "magnitude or more versus naive batching).",
+            "faster-steps",
+        ),
+        (
+            "moe-batch-erodes-advantage",
+            "Per sequence, generation is much slower than at batch 1; per generated token the "
+            "bytes still fall, from 37.6 GB to about 9 GB, so batching still helps throughput.",
+            "batch-stays-active",
+        ),
+        (
+            "prefix-cache-benchmark-unique-prompts",
+            "25 ms is scheduling plus one decode step. Throughput is overstated too, since the "
+            "server is doing almost no prompt work.",
+            "server-returns-stored-answer",
+        ),
     ],
 )
 def test_correct_statements_are_not_flagged(bank, slug, answer, not_flagged):
