@@ -177,6 +177,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout39", "1st", "run", "heldout39", "now", "heldout40", "1st", "run", "heldout40", "now",
         "heldout41", "1st", "run", "heldout41", "now", "heldout42", "1st", "run", "heldout42", "now",
         "heldout43", "1st", "run", "heldout43", "now",
+        "heldout44", "1st", "run", "heldout44", "now",
     ]
     rows = {line[:36].strip(): line[36:].split() for line in lines if line[:36].strip()}
     columns = [
@@ -195,7 +196,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout37 1st", "heldout37 now", "heldout38 1st", "heldout38 now",
         "heldout39 1st", "heldout39 now", "heldout40 1st", "heldout40 now",
         "heldout41 1st", "heldout41 now", "heldout42 1st", "heldout42 now",
-        "heldout43 1st", "heldout43 now",
+        "heldout43 1st", "heldout43 now", "heldout44 1st", "heldout44 now",
     ]
     misconception = rows["misconception (flagged and <= 50%)"]
     agreement = rows["criterion agreement"]
@@ -297,6 +298,8 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout42": (["49/58", "84%"], "92%", "0.84", ["322/348", "93%"]),
         # Round 43 (session 35, sealed until session 36's start: the grader session 35 left).
         "heldout43": (["53/58", "91%"], "93%", "0.86", ["330/348", "95%"]),
+        # Round 44 (session 36, sealed until session 37's start: the grader session 36 left).
+        "heldout44": (["53/58", "91%"], "92%", "0.84", ["332/348", "95%"]),
     }
     for name, (flagged, agreed, kappa_, right) in first_runs.items():
         at = columns.index(f"{name} 1st")
@@ -352,6 +355,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "first run 2026-12-06 17:55 UTC at c520b918423d" in text
     assert "first run 2026-12-06 21:19 UTC at d9ee073ca2b2" in text
     assert "first run 2026-12-06 23:56 UTC at 0d897c352207" in text
+    assert "first run 2026-12-07 03:04 UTC at bbbf7c731d1a" in text
     # Rounds 15-17 were tuned on in session 17: the second look's threshold was chosen on rounds
     # 7-15, a rubric fix with round 16's answers and the denial rule with round 17's.
     assert "heldout15: development;" in text and "heldout16: development;" in text
@@ -400,7 +404,9 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     # Round 43 was read and tuned on in session 36 after its first run: every graded round has
     # been read.
     assert "heldout43: development;" in text
-    assert text.count(": held-out;") == 0
+    # Round 44 was first run at session 37's start and is still held out.
+    assert "heldout44: held-out;" in text
+    assert text.count(": held-out;") == 1
     # Round 14 was tuned on in session 15 (the criterion stage refitted on rounds 7-14).
     assert "heldout14: development;" in text
     # Rounds 12 and 13 were tuned on in session 13 (the criterion reader's stage was fitted on them).
@@ -439,7 +445,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "heldout41: sealed" not in text
     assert "heldout42: sealed" not in text
     assert "heldout43: sealed" not in text
-    assert "heldout44: sealed (written blind, not graded yet" in text
+    assert "heldout44: sealed" not in text
 
 
 LABELLED = """question = "inference-bottleneck"
