@@ -1374,11 +1374,13 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "block, as with integer quantization.",
         ),
         (
+            # The prompt's chunks pipelined in order are exact and do cut the time to first token
+            # (sequence pipeline parallelism): only pieces that attend to themselves are the belief.
             "long-context-prefill-parallel", "pipeline-splits-prompt",
+            "Split the 1M-token prompt into micro-batches; the micro-batches are independent, so "
+            "each can run on its own GPU with no communication.",
             "Add pipeline parallelism: split the 1M-token prompt into micro-batches and feed "
             "them through the stages.",
-            "Add context parallelism: split the 1M-token prompt across the GPUs by sequence "
-            "and pass the key and value blocks around a ring.",
         ),
         (
             "tensor-vs-pipeline-serving", "layout-swapped",
@@ -1550,9 +1552,9 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
         ),
         (
             "long-context-prefill-parallel", "pipeline-splits-prompt",
+            "Cut the 1M-token prompt into pieces that only look at their own tokens and prefill "
+            "them separately.",
             "Cut the 1M-token prompt into chunks and feed them into the pipeline as micro-batches.",
-            "Cut the 1M-token prompt into chunks and give each group of GPUs its own chunk, passing "
-            "keys and values around a ring.",
         ),
         (
             "open-vs-closed-loop", "more-users-fixes-it",
@@ -1670,10 +1672,10 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
         ),
         (
             "long-context-prefill-parallel", "pipeline-splits-prompt",
+            "With 8 pipeline stages the prompt flows through all the stages at once, so each "
+            "stage handles an eighth of the layers and prefill is 8 times faster.",
             "You cut the 1M-token prompt into micro-batches of 32k tokens and feed them into a "
             "pipeline of 8 stages.",
-            "You cut the 1M-token prompt into chunks and give each group of GPUs its own chunk, "
-            "passing keys and values around a ring.",
         ),
         (
             "p99-from-twenty-requests", "mean-instead",
@@ -2032,10 +2034,10 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
         ),
         (
             "long-context-prefill-parallel", "pipeline-splits-prompt",
+            "Cut the prompt into chunks of 64k tokens; the chunks are independent, so they can be "
+            "prefilled side by side.",
             "Cut the prompt into chunks of 64k tokens; the chunks flow through the pipeline back "
             "to back.",
-            "Split the prompt's tokens across GPUs with context parallelism and pass the KV blocks "
-            "around a ring.",
         ),
         (
             "p99-from-twenty-requests", "twenty-is-enough",
@@ -2544,6 +2546,56 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "target's weights and KV cache.",
             "A separate draft model costs memory: its own weights and its own KV cache.",
         ),
+        # Round 44's misconception answers and fluent wrong answers.
+        (
+            "sse-chunks-vs-tokens", "chunk-is-token",
+            "Counting chunks is actually the right idea, since streaming servers emit exactly one "
+            "SSE event per decoded token.",
+            "Servers often emit one SSE event per decoded token, but chunks can also be empty or "
+            "carry several tokens.",
+        ),
+        (
+            "semantic-cache-risks", "prefix-cache-stores-answers",
+            "Prefix caching is the exact-match version of the same idea: the engine stores the "
+            "completion for a given prompt prefix and, when a new request starts with exactly the "
+            "same tokens, it returns that stored completion instead of generating.",
+            "Prefix caching reuses the stored keys and values for an exactly repeated prefix and "
+            "still generates the completion every time.",
+        ),
+        (
+            "draft-model-vs-medusa-eagle", "draft-shares-target-memory",
+            "The draft-model approach is the lightweight one: the small model runs inside the "
+            "target's memory footprint, reusing the target's KV cache and hidden states, so it adds "
+            "essentially no GPU memory.",
+            "A separate draft model adds its own weights and its own KV cache, so it takes extra GPU "
+            "memory.",
+        ),
+        (
+            "dp-attention-wide-ep", "wide-ep-for-capacity",
+            "671B parameters is simply too much to hold on a handful of GPUs, so the experts are "
+            "spread across many GPUs with wide EP.",
+            "671B parameters would fit on fewer GPUs; the experts are spread across many GPUs so "
+            "that each expert gets enough tokens per step.",
+        ),
+        (
+            "moe-batch-erodes-advantage", "memory-by-active",
+            "Since only 37B parameters are active, you only need about 37 GB of memory.",
+            "Only 37B parameters are active per token, yet memory must hold all 671B, about 671 GB "
+            "in FP8.",
+        ),
+        (
+            "weight-only-vs-w8a8-kernels", "blackwell-converts-fp4",
+            "MXFP4 is a storage format: on load the engine converts the weights to FP8 once, "
+            "because FP8 is the native precision for both Hopper and Blackwell tensor cores.",
+            "On Hopper the engine unpacks MXFP4 to BF16 for the matmul, while on Blackwell the FP4 "
+            "tensor cores compute in FP4 directly.",
+        ),
+        (
+            "weight-only-vs-w8a8-kernels", "blackwell-converts-fp4",
+            "In all four cases the matmul runs in FP8.",
+            "In three of the four cases the matmul runs in 16-bit or integer math; only the B200 "
+            "runs it in FP4.",
+        ),
     ],
 )
 def test_misconceptions_in_the_writers_words_are_flagged(
@@ -2589,9 +2641,9 @@ def test_a_belief_quoted_to_open_a_sentence_is_reported_not_held(bank, patterns_
             "Add pipeline parallelism with micro-batching: cut the 1M-token prompt into 64 "
             "micro-batches and push them through the stages, each micro-batch attending only to its "
             "own tokens, so prefill time drops with the number of stages.",
-            "Pipeline parallelism with micro-batches does not shorten one prompt's prefill; context "
-            "parallelism splits the sequence across GPUs and passes key and value blocks around a "
-            "ring.",
+            "Micro-batches that attend only to their own tokens would change the model's output; "
+            "context parallelism splits the sequence across GPUs and passes key and value blocks "
+            "around a ring.",
         ),
         (
             # Nineteen rounds (3-25): "evicts" earned the preemption point and the answer up to 43%.
@@ -3116,6 +3168,14 @@ def test_otherwise_inside_a_clause_keeps_the_claim_and_opening_a_sentence_suppos
             "column, rounds each column, and pushes the error onto the columns not yet quantized, "
             "using the inverse Hessian.",
         ),
+        # Round 44's strong answer: the ring's overlap said with "simultaneously".
+        (
+            "long-context-prefill-parallel", "ring-overlap",
+            "At each step a rank computes blockwise attention of its queries against the K/V block "
+            "it holds, while simultaneously sending that K/V block to the next rank.",
+            "At each step a rank computes blockwise attention of its queries against the K/V block "
+            "it holds, then sends that K/V block to the next rank.",
+        ),
     ],
 )
 def test_points_in_the_writers_plain_words_are_credited(bank, patterns_only, slug, criterion, earns, near_miss):
@@ -3172,6 +3232,26 @@ def test_defining_expert_parallelism_is_not_the_belief_that_it_is_free(bank):
         ),
     )
     assert "ep-is-free" in flagged(belief)
+
+
+# Round 44's fluent wrong answers, whole: alone, their sentences did not earn the points below.
+ROUND_44_LOOPS_SWAPPED = (
+    "An open-loop test sends one request at a time and waits for each response, so "
+    "there's no feedback from the server; a closed-loop test keeps a fixed request rate "
+    "and closes the loop by adjusting concurrency to hit it. Coordinated omission is when "
+    "multiple clients coordinate to send at the same instant, creating artificial bursts "
+    "that make the tail latencies look worse than production. For SLO checks you want the "
+    "closed loop, since it's the one that holds the rate constant, and by Little's law the "
+    "latency then equals concurrency times rate."
+)
+ROUND_44_FP8_EVERYWHERE = (
+    "In all four cases the matmul runs in FP8. MXFP4 and GPTQ are storage formats: on load, "
+    "the engine converts the weights to FP8 once, because FP8 is the native precision for "
+    "both Hopper and Blackwell tensor cores, and llama.cpp on a CPU emulates FP8 with "
+    "float32 after unpacking. Because the math precision is the same everywhere, the speed "
+    "is the same at batch 1 and at large batch; the only benefit of 4-bit is a smaller "
+    "download and lower disk usage."
+)
 
 
 @pytest.mark.parametrize(
@@ -3409,6 +3489,67 @@ def test_defining_expert_parallelism_is_not_the_belief_that_it_is_free(bank):
             "prompts skip the prefill.",
             "Identical prompts hit the prefix cache, so prefill is skipped and TTFT looks far "
             "better than it is.",
+        ),
+        # Round 44's fluent wrong answers: the sequence split given to tensor parallelism, wide EP
+        # said to slice each expert's matmul, every adapter summed and merged into the base, memory
+        # sized by the active parameters, the two loops swapped with Little's law upside down, and
+        # every chip said to compute in FP8 whatever the batch (the last four need the whole answer:
+        # alone, the sentences did not earn the point before).
+        (
+            "long-context-prefill-parallel", "context-parallel",
+            "Tensor parallelism splits the sequence across GPUs, so each GPU handles 1M/64 tokens of "
+            "the prompt and the quadratic attention cost falls by 64 squared.",
+            "Context parallelism splits the sequence across GPUs, so each GPU handles 1M/64 tokens "
+            "of the prompt.",
+        ),
+        (
+            "dp-attention-wide-ep", "tokens-per-expert",
+            "Wide expert parallelism is used to reduce latency: with more GPUs, each expert's matmul "
+            "is split into smaller pieces that run in parallel, so the per-token expert time drops "
+            "roughly linearly with the number of GPUs.",
+            "Wide expert parallelism gives each expert enough tokens per step to make its matmul "
+            "efficient.",
+        ),
+        (
+            "many-lora-adapters", "shared-base",
+            "Sum all 500 BA updates into one combined delta and merge it into the base.",
+            "Keep one shared base model and add each request's own low-rank update BA.",
+        ),
+        (
+            "moe-batch-erodes-advantage", "batch1-active",
+            "Since only 37B parameters are active, you only need about 37 GB of memory.",
+            "At batch 1 a step reads only the 37.6B active parameters.",
+        ),
+        (
+            "open-vs-closed-loop", "closed-loop",
+            "An open-loop test sends one request at a time and waits for each response; a "
+            "closed-loop test keeps a fixed request rate and closes the loop by adjusting "
+            "concurrency to hit it.",
+            "A closed-loop test keeps a fixed concurrency: each client waits for its response "
+            "before sending the next.",
+        ),
+        (
+            "open-vs-closed-loop", "slo-choice",
+            ROUND_44_LOOPS_SWAPPED,
+            "To check an SLO, run an open loop at the target arrival rate and time each request "
+            "from its scheduled send time.",
+        ),
+        (
+            "open-vs-closed-loop", "littles-law",
+            ROUND_44_LOOPS_SWAPPED,
+            "By Little's law, concurrency equals arrival rate times latency, so 32 users at 8 s "
+            "each offer 4 requests per second.",
+        ),
+        (
+            "weight-only-vs-w8a8-kernels", "blackwell-fp4",
+            ROUND_44_FP8_EVERYWHERE,
+            "On a B200 the matmul runs in FP4 on the tensor cores, activations included.",
+        ),
+        (
+            "weight-only-vs-w8a8-kernels", "batch-effect",
+            ROUND_44_FP8_EVERYWHERE,
+            "The gain holds at small batch and fades at large batch, when the step turns "
+            "compute-bound.",
         ),
     ],
 )

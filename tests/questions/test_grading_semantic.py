@@ -435,6 +435,22 @@ def test_polarity_is_read_in_the_clauses_about_the_reference(sentence, opposes):
             "server is doing almost no prompt work.",
             "server-returns-stored-answer",
         ),
+        # Round 44: a strong answer's sentence on gradients, and the prompt's chunks pipelined in
+        # order, which is exact and does cut the time to first token (sequence pipeline
+        # parallelism).
+        (
+            "fp8-e4m3-vs-e5m2",
+            "E5M2 is the format for gradients in FP8 training, since gradients span many more "
+            "orders of magnitude and need the range.",
+            "e5m2-for-inference",
+        ),
+        (
+            "long-context-prefill-parallel",
+            "Split the 1M-token prompt into micro-batches of 32k tokens and feed them into a "
+            "pipeline of several stages: while stage 2 works on the first chunk, stage 1 is already "
+            "processing the second, so prefill finishes roughly N times faster with N stages.",
+            "pipeline-splits-prompt",
+        ),
     ],
 )
 def test_correct_statements_are_not_flagged(bank, slug, answer, not_flagged):
