@@ -7,7 +7,6 @@ labs cannot run without this engine.
 
 import statistics
 import time
-from pathlib import Path
 
 import httpx
 import pytest
@@ -22,6 +21,7 @@ from engines.check import (
 from engines.llamacpp.build import BuildError, ensure_llama_server
 from engines.llamacpp.models import DEFAULT_MODEL, ensure_models
 from engines.local import model_states, start_local_engines
+from tests.core.test_run_command import _alive, _children_of
 
 pytestmark = pytest.mark.slow
 
@@ -124,41 +124,17 @@ def test_other_precisions_are_reached_by_model_name(engines):
     assert model_states(url=engines.batched.url)[OTHER_MODEL] == "loaded"
 
 
-def descendants(pid: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, todo = set(), [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child)
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def test_stop_leaves_nothing_running(tmp_path):
     serial_url, batched_url = free_url(), free_url()
     local = start_local_engines(serial_url=serial_url, batched_url=batched_url,
                                 sizes=("60m",), precisions=("f16",), log_dir=tmp_path)
     started = {handle.pid for handle in local.handles}
     for handle in local.handles:
-        started |= descendants(handle.pid)
+        started |= _children_of(handle.pid)
     # Each router runs at least one model server of its own.
     assert len(started) >= 4
     local.stop()
-    assert not [pid for pid in started if alive(pid)]
+    assert not [pid for pid in started if _alive(pid)]
     for url in (serial_url, batched_url):
         with pytest.raises(httpx.ConnectError):
             httpx.get(f"{url}/health", timeout=2)

@@ -156,7 +156,7 @@ def test_labs_show_their_lessons_on_vllm(vllm_target, user, capsys):
 
     # Lab 2: TTFT rises with prompt length. 512 tokens, not 1024: on an AVX2-only CPU, where bf16
     # is emulated, prefill runs at about 30 ms a token, and the long prompts of labs 2 and 6 were
-    # most of this test's 271 s in session 37's CI (34 s on AVX-512 machines).
+    # most of this test's 271 s in session 37's CI (under 32 s in session 35's, on an AVX-512 CPU).
     steps = runlab(capsys, "prompt-length-ttft", vllm_target, user, "prompt_tokens=16,512", "max_tokens=8",
                    "repeats=2")
     assert steps["prompt_tokens=512"]["ttft_s"]["p50"] > 2 * steps["prompt_tokens=16"]["ttft_s"]["p50"]
