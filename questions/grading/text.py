@@ -561,16 +561,30 @@ def _items(text: str) -> list[str]:
     return [c for c in _ITEM_SPLIT.split(text) if _TOKEN.search(c)]
 
 
+# Articles and prepositions: a clause of at least _GRAMMAR_CLAUSE words with two of them is
+# written as a sentence, whatever its verb ("SmoothQuant applies a Gaussian smoothing filter to
+# the weight matrix to remove spikes before rounding", round 45, was read as a list of terms:
+# "applies" and "remove" are not in _EXPLAINING_WORDS). No keyword-list answer of rounds 1-45
+# has such a clause (session 38).
+_GRAMMAR_WORDS = frozenset(
+    ("the", "a", "an", "to", "of", "by", "with", "for", "from", "into", "on", "in", "at"),
+)
+_GRAMMAR_CLAUSE = 8
+
+
 def _explained_words(text: str) -> tuple[int, int]:
     """(words in clauses that explain, all words): a clause explains when it has at least three
-    words and one of them is a verb, auxiliary, connective or pronoun, or is a calculation."""
+    words and one of them is a verb, auxiliary, connective or pronoun, when it is a calculation,
+    or when it is long and has the articles and prepositions of a sentence."""
     total = 0
     explained = 0
     for clause in (c.strip() for c in _CLAUSE_SPLIT.split(text) if c and c.strip()):
         words = [w.lower().replace("\u2019", "'") for w in _TOKEN.findall(clause)]
         total += len(words)
-        if (len(words) >= 3 and any(w in _EXPLAINING for w in words)) or _CALCULATION.search(
-            clause,
+        if (
+            (len(words) >= 3 and any(w in _EXPLAINING for w in words))
+            or _CALCULATION.search(clause)
+            or (len(words) >= _GRAMMAR_CLAUSE and sum(w in _GRAMMAR_WORDS for w in words) >= 2)
         ):
             explained += len(words)
     return explained, total

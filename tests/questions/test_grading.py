@@ -258,6 +258,8 @@ def test_unless_lets_a_qualified_statement_through(bank):
         "Bottlenecks: HBM bandwidth / KV cache size / FLOPs / batch size",
         "prefill -> compute\ndecode -> memory\nkv cache -> grows",
         "static vs continuous\nwaits for longest\njoin/leave each step\nKV paging",
+        # Terms run together without commas are no sentence: no articles, no prepositions.
+        "prefill compute bound decode memory bound KV cache batching quantization speculative decoding",
     ],
 )
 def test_keyword_lists_are_detected(answer):
@@ -277,6 +279,9 @@ def test_keyword_lists_are_detected(answer):
         "else rounds to a few levels. A Hadamard matrix mixes every channel into every other and "
         "spreads an outlier's energy evenly. Many rotations fold into the weights offline, and the rest "
         "run online.",
+        # Round 45's sentence, read as a list: no verb of its own was known ("applies", "remove").
+        "SmoothQuant applies a Gaussian smoothing filter to the weight matrix to remove spikes "
+        "before rounding.",
     ],
 )
 def test_explanations_are_not_keyword_lists(answer):
@@ -2596,6 +2601,57 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "In three of the four cases the matmul runs in 16-bit or integer math; only the B200 "
             "runs it in FP4.",
         ),
+        # Round 45's misconception answers.
+        (
+            "fp8-e4m3-vs-e5m2", "fp8-needs-no-scale",
+            "You can cast BF16 weights and activations directly to E4M3 without computing any scale "
+            "factors.",
+            "Before casting BF16 weights and activations to E4M3, compute a scale factor per tensor "
+            "so the values fit E4M3's range of 448.",
+        ),
+        (
+            "gqa-mqa-kv-cache", "gqa-groups-requests",
+            "Instead of every request keeping its own keys and values, the engine puts requests "
+            "into groups and lets each group share one set of KV heads.",
+            "Within one request, GQA puts query heads into groups and lets each group share one "
+            "set of KV heads; every request keeps its own cache.",
+        ),
+        (
+            "long-context-cost", "prefill-grows-linearly",
+            "FlashAttention makes attention scale linearly in sequence length, so the compute is "
+            "proportional to the token count.",
+            "FlashAttention makes attention's memory linear in sequence length; its compute still "
+            "grows with the prompt's length times itself.",
+        ),
+        (
+            "long-context-cost", "prefill-grows-linearly",
+            "A 128k prompt is 32 times the tokens of a 4k prompt, so it takes about 32 times as long "
+            "to prefill.",
+            "A 128k prompt is 32 times the tokens of a 4k prompt, and it takes far more than 32 "
+            "times as long to prefill.",
+        ),
+        (
+            "rotation-quantization", "rotation-gathers-outliers",
+            "The rotation is a learned reordering of the hidden dimensions that collects the "
+            "outlier channels into one contiguous block.",
+            "The rotation mixes every channel into every other, so the outlier energy is spread "
+            "evenly across all the dimensions.",
+        ),
+        (
+            "when-self-host", "always-cheaper",
+            "With your own GPU you're only paying the raw hardware cost, so self-hosting is cheaper "
+            "at basically any scale.",
+            "Self-hosting is cheaper only at high, steady volume that keeps the GPU busy; at low "
+            "traffic you pay for idle hours.",
+        ),
+        # Round 45's fluent wrong answer.
+        (
+            "outliers-awq-gptq-smoothquant", "smoothquant-smooths-weights",
+            "SmoothQuant applies a Gaussian smoothing filter to the weight matrix, which removes "
+            "spikes before rounding.",
+            "SmoothQuant divides each activation channel by a scale and multiplies the matching "
+            "weight row by it, moving the outliers into the weights.",
+        ),
     ],
 )
 def test_misconceptions_in_the_writers_words_are_flagged(
@@ -3168,6 +3224,16 @@ def test_otherwise_inside_a_clause_keeps_the_claim_and_opening_a_sentence_suppos
             "column, rounds each column, and pushes the error onto the columns not yet quantized, "
             "using the inverse Hessian.",
         ),
+        # Round 45's strong answer: the tile loaded into on-chip SRAM, in a sentence that names
+        # no score matrix and no HBM.
+        (
+            "flashattention-same-flops", "tiling-sram",
+            "A thread block loads a tile of queries into on-chip SRAM/registers, then streams tiles "
+            "of K and V through, computing scores, softmax contribution and the partial output on "
+            "chip.",
+            "A thread block loads a row of queries, then streams K and V through, computing scores, "
+            "softmax contribution and the partial output.",
+        ),
         # Round 44's strong answer: the ring's overlap said with "simultaneously".
         (
             "long-context-prefill-parallel", "ring-overlap",
@@ -3233,6 +3299,55 @@ def test_defining_expert_parallelism_is_not_the_belief_that_it_is_free(bank):
     )
     assert "ep-is-free" in flagged(belief)
 
+
+# Round 45's answers, whole: alone, their sentences did not all earn the points below (the
+# partial earned a point by meaning in a sentence the patterns credit with another).
+ROUND_45_DP_REASONS = (
+    "Data-parallel attention is used because attention is compute-bound and TP would make every "
+    "GPU wait on the slowest shard; with DP each GPU runs a full attention replica on the whole "
+    "batch, and the results are averaged across GPUs for stability. Wide expert parallelism is "
+    "chosen because all-to-all communication is cheaper than all-reduce: the more GPUs you spread "
+    "experts across, the less data each one sends, so latency falls as EP grows. Tensor "
+    "parallelism everywhere is avoided mainly because MLA's latent is too small to shard evenly "
+    "across 8 GPUs."
+)
+ROUND_45_EXPERTS_FOR_PREFILL = (
+    "Add expert parallelism. Long prompts are slow because the MLP experts get overloaded, so "
+    "spreading the experts across more GPUs splits the prompt's tokens across devices and cuts "
+    "prefill time linearly. The ring part comes from the all-to-all dispatch, which passes tokens "
+    "around a ring of GPUs; it's fully overlapped with compute, so the only cost is extra GPU "
+    "memory to hold the duplicated attention weights. It also speeds up decode by the same factor."
+)
+ROUND_45_BATCHING_KV_SHARED = (
+    "Batching is nearly free because the KV cache is shared across the batch: sequences in the "
+    "same batch reuse each other's keys and values, so the attention computation is done once and "
+    "broadcast to all of them. The GPU is compute-bound in decode, and sharing the attention work "
+    "cuts the FLOPs per sequence by roughly the batch size. That is also why bigger batches make "
+    "each request faster, up to the point where the KV cache becomes too polluted by unrelated "
+    "prompts and accuracy degrades."
+)
+ROUND_45_LOOPS_SWAPPED = (
+    "A closed-loop test sends requests at a fixed rate from a schedule and closes each connection "
+    "when the response comes back, while an open-loop test keeps connections open and streams many "
+    "requests down each one in parallel. Coordinated omission is when several clients coordinate "
+    "and accidentally send identical prompts, which get served from the prefix cache and skew the "
+    "latency low. For an SLO check I'd use the closed loop, because a fixed-rate test is what "
+    "reflects a stable production load, and I'd deduplicate prompts to avoid coordinated omission."
+)
+ROUND_45_METHODS_MIXED_UP = (
+    "GPTQ quantizes both weights and activations to INT4 and uses a lookup table so the GPU can "
+    "run 4-bit GEMMs directly. AWQ keeps the 1% largest weights in FP16 and stores the rest in "
+    "INT4, a mixed-precision scheme found by magnitude pruning. SmoothQuant applies a Gaussian "
+    "smoothing filter to the weight matrix to remove spikes before rounding, and leaves "
+    "activations in FP16. So GPTQ is the one that quantizes activations."
+)
+ROUND_45_FLASH_PARTIAL = (
+    "Standard attention is memory-bound, not compute-bound: it materializes the full N x N "
+    "attention matrix in HBM, writing it out and reading it back for the softmax and again for "
+    "multiplying by V. FlashAttention tiles Q, K and V into blocks that fit in on-chip SRAM and "
+    "does the whole computation there in one fused kernel, so the N x N matrix never goes to HBM "
+    "and far fewer bytes move."
+)
 
 # Round 44's fluent wrong answers, whole: alone, their sentences did not earn the points below.
 ROUND_44_LOOPS_SWAPPED = (
@@ -3550,6 +3665,89 @@ ROUND_44_FP8_EVERYWHERE = (
             ROUND_44_FP8_EVERYWHERE,
             "The gain holds at small batch and fades at large batch, when the step turns "
             "compute-bound.",
+        ),
+        # Round 45's fluent wrong answers.
+        (
+            "batching-almost-free", "weights-read-once",
+            ROUND_45_BATCHING_KV_SHARED,
+            "Batching is nearly free because the weights are read once per step and shared across "
+            "the whole batch.",
+        ),
+        (
+            "batching-almost-free", "where-it-stops",
+            ROUND_45_BATCHING_KV_SHARED,
+            "It stops being free once the batch is large enough to make decode compute-bound, past "
+            "the ridge point.",
+        ),
+        (
+            "chunked-prefill-trade-off", "ttft-cost",
+            "It improves TTFT, because short prompts no longer wait for each other one at a time, "
+            "and it raises GPU utilization.",
+            "The long prompt's own TTFT grows a little, since its prefill spans several steps.",
+        ),
+        (
+            "chunked-prefill-trade-off", "itl-benefit",
+            "The cost is inter-token latency: while a chunk is being prefilled, decodes are paused, "
+            "so ITL gets worse the larger you make the chunk.",
+            "Running decodes no longer stall behind a long prefill, so ITL stays smooth.",
+        ),
+        (
+            "dp-attention-wide-ep", "dp-attention",
+            ROUND_45_DP_REASONS,
+            "With data-parallel attention each GPU runs attention for its own sequences.",
+        ),
+        (
+            "dp-attention-wide-ep", "tokens-per-expert",
+            ROUND_45_DP_REASONS,
+            "Wide expert parallelism gives each expert enough tokens per step to make its matmul "
+            "efficient.",
+        ),
+        (
+            "expert-parallel-all-to-all", "definition",
+            "Expert parallelism assigns each GPU a subset of the model's transformer layers, with "
+            "the MoE layers placed on the GPUs that have the most memory.",
+            "Expert parallelism gives each GPU a subset of whole experts instead of slicing every "
+            "expert across all GPUs: with 256 routed experts on 32 GPUs, each GPU holds 8 complete "
+            "experts.",
+        ),
+        (
+            "long-context-prefill-parallel", "context-parallel",
+            ROUND_45_EXPERTS_FOR_PREFILL,
+            "Context parallelism splits the sequence across GPUs, so each GPU handles 1M/64 tokens "
+            "of the prompt.",
+        ),
+        (
+            "long-context-prefill-parallel", "ring-overlap",
+            ROUND_45_EXPERTS_FOR_PREFILL,
+            "Each GPU passes its KV block to the next GPU in the ring while it computes attention "
+            "on the block it holds, so the transfer overlaps the compute.",
+        ),
+        (
+            "open-vs-closed-loop", "open-loop",
+            ROUND_45_LOOPS_SWAPPED,
+            "An open-loop test sends requests at a fixed arrival rate, whether or not earlier ones "
+            "have finished.",
+        ),
+        (
+            "open-vs-closed-loop", "coordinated-omission",
+            ROUND_45_LOOPS_SWAPPED,
+            "Coordinated omission: a closed-loop client waits for each slow response before sending "
+            "the next request, so the queueing delay a real user would see is never measured and "
+            "the tail looks better than it is.",
+        ),
+        (
+            "outliers-awq-gptq-smoothquant", "awq",
+            ROUND_45_METHODS_MIXED_UP,
+            "AWQ finds the 1% of salient weight channels by activation magnitude and scales them "
+            "up before quantizing.",
+        ),
+        # Round 45's partial answer: the online softmax read by meaning in the sentence that says
+        # standard attention is memory-bound.
+        (
+            "flashattention-same-flops", "online-softmax-exact",
+            ROUND_45_FLASH_PARTIAL,
+            "It keeps a running max and running sum for each row and rescales the partial "
+            "output, so the softmax is exact.",
         ),
     ],
 )
