@@ -179,6 +179,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout43", "1st", "run", "heldout43", "now",
         "heldout44", "1st", "run", "heldout44", "now",
         "heldout45", "1st", "run", "heldout45", "now",
+        "heldout46", "1st", "run", "heldout46", "now",
     ]
     rows = {line[:36].strip(): line[36:].split() for line in lines if line[:36].strip()}
     columns = [
@@ -199,6 +200,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout41 1st", "heldout41 now", "heldout42 1st", "heldout42 now",
         "heldout43 1st", "heldout43 now", "heldout44 1st", "heldout44 now",
         "heldout45 1st", "heldout45 now",
+        "heldout46 1st", "heldout46 now",
     ]
     misconception = rows["misconception (flagged and <= 50%)"]
     agreement = rows["criterion agreement"]
@@ -304,6 +306,8 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout44": (["53/58", "91%"], "92%", "0.84", ["332/348", "95%"]),
         # Round 45 (session 37, sealed until session 38's start: the grader session 37 left).
         "heldout45": (["52/58", "90%"], "93%", "0.86", ["332/348", "95%"]),
+        # Round 46 (session 38, sealed until session 39's start: the grader session 38 left).
+        "heldout46": (["51/58", "88%"], "93%", "0.85", ["331/348", "95%"]),
     }
     for name, (flagged, agreed, kappa_, right) in first_runs.items():
         at = columns.index(f"{name} 1st")
@@ -361,6 +365,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "first run 2026-12-06 23:56 UTC at 0d897c352207" in text
     assert "first run 2026-12-07 03:04 UTC at bbbf7c731d1a" in text
     assert "first run 2026-12-07 06:41 UTC at 26a82651e3a8" in text
+    assert "first run 2026-12-07 10:05 UTC at 6946717fc319" in text
     # Rounds 15-17 were tuned on in session 17: the second look's threshold was chosen on rounds
     # 7-15, a rubric fix with round 16's answers and the denial rule with round 17's.
     assert "heldout15: development;" in text and "heldout16: development;" in text
@@ -415,7 +420,9 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     # Round 45 was read and tuned on in session 38 after its first run: every graded round has
     # been read.
     assert "heldout45: development;" in text
-    assert text.count(": held-out;") == 0
+    # Round 46 was first run at session 39's start and is still held out.
+    assert "heldout46: held-out;" in text
+    assert text.count(": held-out;") == 1
     # Round 14 was tuned on in session 15 (the criterion stage refitted on rounds 7-14).
     assert "heldout14: development;" in text
     # Rounds 12 and 13 were tuned on in session 13 (the criterion reader's stage was fitted on them).
@@ -456,7 +463,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "heldout43: sealed" not in text
     assert "heldout44: sealed" not in text
     assert "heldout45: sealed" not in text
-    assert "heldout46: sealed (written blind, not graded yet" in text
+    assert "heldout46: sealed" not in text
 
 
 LABELLED = """question = "inference-bottleneck"
