@@ -305,6 +305,12 @@ def analyse(
             probe += 1
         occurrences: dict[str, list[Occurrence]] = {}
         for concept_id, start, end in inside:
+            # A word of a negation cue is the cue, not a concept of its own: "longer" in "no
+            # longer wait" says nothing about anything taking longer (round 45's chunked-prefill
+            # answers). A concept that begins with the cue ("no longer", in a list of negation
+            # words) is kept.
+            if any(cue_start < start and end <= scope_start for cue_start, scope_start, _ in scopes):
+                continue
             negated = False
             for cue_start, scope_start, scope_end in scopes:
                 if not scope_start <= start < scope_end:
@@ -332,8 +338,7 @@ def analyse(
             SentenceAnalysis(
                 sentence=sentence, occurrences=occurrences,
                 distanced=bool(_DISTANCING.search(sentence.text)) or _asks_or_quotes(sentence.text),
-                claims=_RELATION_MARK.search(sentence.text) is not None
-                or any(w.lower() in _EXPLAINING for w in _TOKEN.findall(sentence.text)),
+                claims=_claims(sentence.text),
                 disclaims=_admits_not_knowing(sentence.text),
             ),
         )
@@ -572,6 +577,24 @@ _GRAMMAR_WORDS = frozenset(
 _GRAMMAR_CLAUSE = 8
 
 
+def _written_as_sentence(words: list[str]) -> bool:
+    return len(words) >= _GRAMMAR_CLAUSE and sum(w in _GRAMMAR_WORDS for w in words) >= 2
+
+
+def _claims(text: str) -> bool:
+    """Whether a sentence makes a claim: it has a relation mark, a verb or connective the
+    closed list knows, or it is written as a sentence (long, with articles and prepositions)
+    and is not a list of terms. Round 46: "SmoothQuant flattens the weight distribution by
+    clipping and redistributing the extreme weight values across channels" knows none of those
+    verbs, yet states a belief."""
+    if _RELATION_MARK.search(text):
+        return True
+    words = [w.lower().replace("\u2019", "'") for w in _TOKEN.findall(text)]
+    if any(w in _EXPLAINING for w in words):
+        return True
+    return _written_as_sentence(words) and not is_term_list(text)
+
+
 def _explained_words(text: str) -> tuple[int, int]:
     """(words in clauses that explain, all words): a clause explains when it has at least three
     words and one of them is a verb, auxiliary, connective or pronoun, when it is a calculation,
@@ -584,7 +607,7 @@ def _explained_words(text: str) -> tuple[int, int]:
         if (
             (len(words) >= 3 and any(w in _EXPLAINING for w in words))
             or _CALCULATION.search(clause)
-            or (len(words) >= _GRAMMAR_CLAUSE and sum(w in _GRAMMAR_WORDS for w in words) >= 2)
+            or _written_as_sentence(words)
         ):
             explained += len(words)
     return explained, total

@@ -9,7 +9,8 @@ import pytest
 from questions.bank import load_bank
 from questions.grading import KEYWORD_LIST_CAP, grade, semantic
 from questions.grading.choice import ChoiceError, parse_choices
-from questions.grading.text import keyword_list_reason, split_sentences
+from questions.grading.matching import used_concepts
+from questions.grading.text import analyse, keyword_list_reason, split_sentences
 from questions.grading.units import find_quantities
 
 CONTENT_DIR = Path(__file__).resolve().parents[2] / "questions" / "content"
@@ -286,6 +287,36 @@ def test_keyword_lists_are_detected(answer):
 )
 def test_explanations_are_not_keyword_lists(answer):
     assert keyword_list_reason(answer) is None
+
+
+def test_a_sentence_whose_verb_the_grader_does_not_know_still_states_a_belief(bank, patterns_only):
+    # Round 46: "flattens", "clipping" and "redistributing" are in no list of verbs, but a long
+    # clause with articles and prepositions is written as a sentence and claims what it says.
+    # The same words as a list of terms claim nothing.
+    question = bank.question("outliers-awq-gptq-smoothquant")
+    sentence = (
+        "SmoothQuant flattens the weight distribution by clipping and redistributing the extreme "
+        "weight values across channels."
+    )
+    listed = "SmoothQuant, flattens the weight distribution, clipping, extreme weight values, channels"
+    assert "smoothquant-smooths-weights" in flagged(grade(question=question, answer=sentence))
+    assert "smoothquant-smooths-weights" not in flagged(grade(question=question, answer=listed))
+
+
+def test_a_word_of_a_negation_cue_is_not_read_as_a_concept(bank):
+    # "no longer" is a negation cue; its "longer" says nothing about size or time, though a size
+    # word "longer" is what the belief that output tokens are bigger must say.
+    question = bank.question("output-tokens-cost-more")
+
+    def size_words(answer: str) -> bool:
+        analysis = analyse(
+            text=answer, concepts=question.concepts, concept_ids=used_concepts(question),
+            contrasts=question.contrasts,
+        )
+        return analysis.sentences[0].present("token_size_claim")
+
+    assert not size_words("Once the prompt is cached, the provider no longer charges full price for it.")
+    assert size_words("Output tokens are longer than input tokens, so they cost more.")
 
 
 def test_keyword_list_is_capped_at_35_percent(bank):
@@ -2652,6 +2683,70 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "SmoothQuant divides each activation channel by a scale and multiplies the matching "
             "weight row by it, moving the outliers into the weights.",
         ),
+        # Round 46's misconception answers. "even at batch 1." ends its sentence: one stream, not
+        # the many streams that would excuse a compute bound.
+        (
+            "arithmetic-intensity", "decode-compute-bound",
+            "Decode is the compute-heavy phase, so decode sits at the compute roof even at batch 1.",
+            "Decode is only compute-heavy at a batch of 300 or more.",
+        ),
+        (
+            "dp-attention-wide-ep", "wide-ep-for-capacity",
+            "DeepSeek-V3 is too big to sit comfortably on a node, so the experts, which are the bulk "
+            "of the parameters, are spread across as many GPUs as possible.",
+            "DeepSeek-V3 fits on one node of eight H200s; the experts are spread across 320 GPUs so "
+            "that each expert sees about 640 tokens per step.",
+        ),
+        (
+            "fp8-vs-int4", "fp8-runs-anywhere",
+            "You can deploy the same FP8 checkpoint on whatever fleet you have, A100s included, and "
+            "get the same kind of speedup; the GPU generation does not really matter.",
+            "FP8 matmuls need FP8 tensor cores: Hopper, Ada or newer, not the A100.",
+        ),
+        (
+            "gqa-mqa-kv-cache", "gqa-groups-requests",
+            "With GQA the server groups incoming queries that have similar prompts so they can "
+            "attend over one shared KV cache.",
+            "With GQA the query heads of one request are split into groups, and each group shares "
+            "a single KV head.",
+        ),
+        (
+            "output-tokens-cost-more", "swapped-bounds",
+            "Generating output is the compute-heavy part: the tensor cores are saturated doing it.",
+            "Decode only becomes compute-heavy when large batches saturate the GPU.",
+        ),
+        (
+            "outliers-awq-gptq-smoothquant", "smoothquant-smooths-weights",
+            "SmoothQuant flattens the weight distribution by clipping and redistributing the extreme "
+            "weight values across channels.",
+            "SmoothQuant divides each activation channel by a scale and multiplies the matching "
+            "weight row by it, moving the outliers into the weights.",
+        ),
+        (
+            "rotation-quantization", "rotation-gathers-outliers",
+            "The rotation re-orients the space so that all of the outlier energy is collected into "
+            "a small number of channels.",
+            "The rotation mixes every channel into every other, so the outlier energy is spread "
+            "evenly across all the dimensions.",
+        ),
+        # Round 46's fluent wrong answers.
+        (
+            "moe-batch-erodes-advantage", "memory-by-active",
+            "Memory is sized by the active parameters: only about 37 GB of FP8 weights need to live "
+            "on the GPUs.",
+            "Memory is sized by the total: all 671 GB of FP8 weights need to live on the GPUs.",
+        ),
+        (
+            "long-context-cost", "long-context-cache-stays-small",
+            "The KV cache for a 128k request is only a little larger than for a 4k one.",
+            "The KV cache for a 128k request is 32 times larger than for a 4k one.",
+        ),
+        (
+            "long-context-cost", "prefill-grows-linearly",
+            "Prefill is unaffected because FlashAttention makes it linear in sequence length.",
+            "FlashAttention cuts the memory traffic, but prefill attention stays quadratic in "
+            "sequence length.",
+        ),
     ],
 )
 def test_misconceptions_in_the_writers_words_are_flagged(
@@ -3349,6 +3444,34 @@ ROUND_45_FLASH_PARTIAL = (
     "and far fewer bytes move."
 )
 
+# Round 46's answers, whole: alone, their sentences did not earn the points below.
+ROUND_46_DP_FOR_FITTING = (
+    "Both halves are about fitting the model. At 671B parameters, DeepSeek-V3 is too big to "
+    "sit comfortably on a node, so the experts, which are the bulk of the parameters, are "
+    "spread across as many GPUs as possible; with EP320 each GPU only has to hold a sliver "
+    "of the expert weights, leaving lots of memory for KV cache. Attention is a much "
+    "smaller part of the weights, so it is cheap to replicate it on every GPU and run it "
+    "data-parallel, with each GPU handling its own sequences and their MLA cache, which "
+    "avoids the all-reduce that tensor parallelism would add on every layer."
+)
+ROUND_46_FP8_ZERO_POINT = (
+    "Inference uses E5M2 because the mantissa is what matters for matmul accuracy and E5M2 "
+    "has 5 mantissa bits against E4M3's 4. E4M3 has the larger exponent range, so it is "
+    "reserved for the optimizer states during training, where values can be very large. FP8 "
+    "tensors also need to carry a zero-point offset alongside them, since FP8 is unsigned "
+    "and cannot represent negative numbers; the zero-point shifts the distribution so that "
+    "negative activations map into the positive range."
+)
+ROUND_46_PREEMPTION_MIXED_UP = (
+    "Swapping means the engine swaps the model weights of idle layers to CPU memory to free "
+    "room for KV blocks; the cost is reloading those layers over NVLink when they are "
+    "needed, which stalls every request in the batch. Recomputation means the engine "
+    "recomputes attention without a KV cache for the preempted requests, doing the full "
+    "quadratic attention at each step instead of caching. Swapping wins on GPUs with small "
+    "HBM, recomputation on GPUs with high FLOPs. The scheduler always preempts the "
+    "longest-running request, because it holds the most memory."
+)
+
 # Round 44's fluent wrong answers, whole: alone, their sentences did not earn the points below.
 ROUND_44_LOOPS_SWAPPED = (
     "An open-loop test sends one request at a time and waits for each response, so "
@@ -3748,6 +3871,71 @@ ROUND_44_FP8_EVERYWHERE = (
             ROUND_45_FLASH_PARTIAL,
             "It keeps a running max and running sum for each row and rescales the partial "
             "output, so the softmax is exact.",
+        ),
+        # Round 46's fluent wrong answers: the point's words, said the wrong way round.
+        (
+            "arithmetic-intensity", "batching-raises-it",
+            "Longer sequences push intensity up toward the ridge, whereas batching only adds "
+            "scheduling overhead and lowers it.",
+            "Batching reuses each weight across the batch and raises the intensity roughly in "
+            "proportion to the batch size.",
+        ),
+        (
+            "chunked-prefill-trade-off", "itl-benefit",
+            "The cost is on decode: while chunks are processed, the engine pauses all running "
+            "decodes, which makes inter-token latency spikier for other users.",
+            "Because each step carries at most one chunk beside the decodes, running streams never "
+            "stall behind a long prefill, so inter-token latency stays smooth.",
+        ),
+        (
+            "chunked-prefill-trade-off", "split-prompt",
+            "The engine splits the prompt into chunks and prefills them in parallel on different "
+            "streams, so a long prompt finishes faster.",
+            "The engine splits a long prompt into chunks of at most 512 tokens and prefills one "
+            "chunk per step.",
+        ),
+        (
+            "dp-attention-wide-ep", "tokens-per-expert",
+            "It also lowers the number of tokens each expert processes, which keeps expert matmuls "
+            "fast.",
+            "With 320 GPUs each expert gathers about 640 tokens per step instead of 16, enough to "
+            "make its matmul compute-bound.",
+        ),
+        (
+            "dp-attention-wide-ep", "latent-replicated",
+            ROUND_46_DP_FOR_FITTING,
+            "MLA's latent is shared by all the heads, so tensor parallelism would replicate the "
+            "cache on every GPU instead of splitting it.",
+        ),
+        (
+            "long-context-cost", "prefill-quadratic",
+            "The extra cost shows up in decode instead, where attention is quadratic per step, so "
+            "each output token at 128k costs 1,000 times more than at 4k.",
+            "Prefill attention grows quadratically with the prompt, so a 128k prompt takes several "
+            "seconds to prefill.",
+        ),
+        (
+            "long-context-cost", "decode-slower",
+            "The extra cost shows up in decode instead, where attention is quadratic per step, so "
+            "each output token at 128k costs 1,000 times more than at 4k.",
+            "Each decode step reads the whole 16 GiB cache, so TPOT roughly doubles at batch 1.",
+        ),
+        (
+            "fp8-e4m3-vs-e5m2", "scales",
+            ROUND_46_FP8_ZERO_POINT,
+            "FP8 tensors carry scale factors, per tensor or per block, because outliers would "
+            "otherwise clip.",
+        ),
+        (
+            "preemption-swap-vs-recompute", "swap",
+            "Swapping means the engine swaps the model weights of idle layers to CPU memory to free "
+            "room for KV blocks.",
+            "Swapping copies the victim's KV blocks to CPU memory over PCIe and back later.",
+        ),
+        (
+            "preemption-swap-vs-recompute", "victim",
+            ROUND_46_PREEMPTION_MIXED_UP,
+            "The scheduler preempts the most recently arrived request, which stalls mid-stream.",
         ),
     ],
 )
