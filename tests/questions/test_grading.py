@@ -289,20 +289,6 @@ def test_explanations_are_not_keyword_lists(answer):
     assert keyword_list_reason(answer) is None
 
 
-def test_a_sentence_whose_verb_the_grader_does_not_know_still_states_a_belief(bank, patterns_only):
-    # Round 46: "flattens", "clipping" and "redistributing" are in no list of verbs, but a long
-    # clause with articles and prepositions is written as a sentence and claims what it says.
-    # The same words as a list of terms claim nothing.
-    question = bank.question("outliers-awq-gptq-smoothquant")
-    sentence = (
-        "SmoothQuant flattens the weight distribution by clipping and redistributing the extreme "
-        "weight values across channels."
-    )
-    listed = "SmoothQuant, flattens the weight distribution, clipping, extreme weight values, channels"
-    assert "smoothquant-smooths-weights" in flagged(grade(question=question, answer=sentence))
-    assert "smoothquant-smooths-weights" not in flagged(grade(question=question, answer=listed))
-
-
 def test_a_word_of_a_negation_cue_is_not_read_as_a_concept(bank):
     # "no longer" is a negation cue; its "longer" says nothing about size or time, though a size
     # word "longer" is what the belief that output tokens are bigger must say.
@@ -2747,6 +2733,24 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "FlashAttention cuts the memory traffic, but prefill attention stays quadratic in "
             "sequence length.",
         ),
+        # Words that claim nothing state no belief. Round 23's strong answer opened "First: 12,000
+        # tokens per second of what?": a question asks, it does not claim that each user sees
+        # 12,000.
+        (
+            "when-self-host", "idle-gpu-is-free",
+            "Replicas scale to zero, so an idle GPU costs you nothing.",
+            "Why would an idle GPU cost you nothing once replicas scale to zero? Capacity for the "
+            "peak is paid for by the hour.",
+        ),
+        # Round 46: "flattens", "clipping" and "redistributing" are in no list of verbs, but a
+        # long clause with articles and prepositions is written as a sentence and claims what it
+        # says (above). The same words as a list of terms claim nothing.
+        (
+            "outliers-awq-gptq-smoothquant", "smoothquant-smooths-weights",
+            "SmoothQuant flattens the weight distribution by clipping and redistributing the extreme "
+            "weight values across channels.",
+            "SmoothQuant, flattens the weight distribution, clipping, extreme weight values, channels",
+        ),
     ],
 )
 def test_misconceptions_in_the_writers_words_are_flagged(
@@ -2755,20 +2759,6 @@ def test_misconceptions_in_the_writers_words_are_flagged(
     question = bank.question(slug)
     assert misconception in flagged(grade(question=question, answer=belief))
     assert misconception not in flagged(grade(question=question, answer=right))
-
-
-
-def test_a_question_states_no_belief_but_the_same_words_as_a_claim_do(bank, patterns_only):
-    # Round 23's strong answer opened "First: 12,000 tokens per second of what?": a question
-    # asks, it does not claim that each user sees 12,000.
-    question = bank.question("when-self-host")
-    asked = (
-        "Why would an idle GPU cost you nothing once replicas scale to zero? Capacity for the peak "
-        "is paid for by the hour."
-    )
-    stated = "Replicas scale to zero, so an idle GPU costs you nothing."
-    assert "idle-gpu-is-free" not in flagged(grade(question=question, answer=asked))
-    assert "idle-gpu-is-free" in flagged(grade(question=question, answer=stated))
 
 
 def test_a_belief_quoted_to_open_a_sentence_is_reported_not_held(bank, patterns_only):
