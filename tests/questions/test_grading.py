@@ -3916,6 +3916,16 @@ ROUND_44_FP8_EVERYWHERE = (
             "FP8 tensors carry scale factors, per tensor or per block, because outliers would "
             "otherwise clip.",
         ),
+        # Blind rounds 10-46's fluent wrong answers named the draft model beside memory or the KV
+        # cache in another story (31 points credited): a draft model costs memory only where it
+        # is said to take it.
+        (
+            "speculative-when-it-hurts", "wasted-work",
+            "At 64 concurrent requests the draft model's KV cache is shared across all requests, so "
+            "drafts from one user leak into another user's verification.",
+            "The draft model's weights and KV cache take GPU memory away from the batch, so fewer "
+            "sequences fit.",
+        ),
         (
             "preemption-swap-vs-recompute", "swap",
             "Swapping means the engine swaps the model weights of idle layers to CPU memory to free "
