@@ -2733,6 +2733,14 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "FlashAttention cuts the memory traffic, but prefill attention stays quadratic in "
             "sequence length.",
         ),
+        # Rounds 3-46's misconception answers: compute takes over once the weights are small.
+        (
+            "small-model-quant-gain", "small-model-compute-bound",
+            "A 1B model has so few weights that the GPU reads them almost instantly, so the tensor "
+            "cores become the limit even at batch 1.",
+            "A 1B model's 2 GB of weights are read in well under a millisecond, so the weight read is "
+            "no longer most of the step time.",
+        ),
         # Words that claim nothing state no belief. Round 23's strong answer opened "First: 12,000
         # tokens per second of what?": a question asks, it does not claim that each user sees
         # 12,000.
@@ -3915,6 +3923,15 @@ ROUND_44_FP8_EVERYWHERE = (
             ROUND_46_FP8_ZERO_POINT,
             "FP8 tensors carry scale factors, per tensor or per block, because outliers would "
             "otherwise clip.",
+        ),
+        # The weights read fast, for the wrong reason: the compute-bound belief voids the point
+        # (its writers label it missed in 18 of the 24 answers of rounds 3-46 that hold the belief).
+        (
+            "small-model-quant-gain", "weights-not-dominant",
+            "A 1B model has so few weights that the GPU reads them almost instantly, so the tensor "
+            "cores become the limit even at batch 1.",
+            "A 1B model's 2 GB of weights are read in well under a millisecond, so the weight read is "
+            "no longer most of the step time.",
         ),
         # Blind rounds 10-46's fluent wrong answers named the draft model beside memory or the KV
         # cache in another story (31 points credited): a draft model costs memory only where it
