@@ -180,6 +180,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout44", "1st", "run", "heldout44", "now",
         "heldout45", "1st", "run", "heldout45", "now",
         "heldout46", "1st", "run", "heldout46", "now",
+        "heldout47", "1st", "run", "heldout47", "now",
     ]
     rows = {line[:36].strip(): line[36:].split() for line in lines if line[:36].strip()}
     columns = [
@@ -201,6 +202,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout43 1st", "heldout43 now", "heldout44 1st", "heldout44 now",
         "heldout45 1st", "heldout45 now",
         "heldout46 1st", "heldout46 now",
+        "heldout47 1st", "heldout47 now",
     ]
     misconception = rows["misconception (flagged and <= 50%)"]
     agreement = rows["criterion agreement"]
@@ -308,6 +310,8 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout45": (["52/58", "90%"], "93%", "0.86", ["332/348", "95%"]),
         # Round 46 (session 38, sealed until session 39's start: the grader session 38 left).
         "heldout46": (["51/58", "88%"], "93%", "0.85", ["331/348", "95%"]),
+        # Round 47 (session 39, sealed until session 40's start: the grader session 39 left).
+        "heldout47": (["51/58", "88%"], "93%", "0.86", ["330/348", "95%"]),
     }
     for name, (flagged, agreed, kappa_, right) in first_runs.items():
         at = columns.index(f"{name} 1st")
@@ -366,6 +370,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "first run 2026-12-07 03:04 UTC at bbbf7c731d1a" in text
     assert "first run 2026-12-07 06:41 UTC at 26a82651e3a8" in text
     assert "first run 2026-12-07 10:05 UTC at 6946717fc319" in text
+    assert "first run 2026-12-07 13:27 UTC at ed24bd907510" in text
     # Rounds 15-17 were tuned on in session 17: the second look's threshold was chosen on rounds
     # 7-15, a rubric fix with round 16's answers and the denial rule with round 17's.
     assert "heldout15: development;" in text and "heldout16: development;" in text
@@ -423,7 +428,9 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     # Round 46 was read and tuned on in session 39 after its first run: every graded round has
     # been read.
     assert "heldout46: development;" in text
-    assert text.count(": held-out;") == 0
+    # Round 47 was first run at session 40's start and is still held out.
+    assert "heldout47: held-out;" in text
+    assert text.count(": held-out;") == 1
     # Round 14 was tuned on in session 15 (the criterion stage refitted on rounds 7-14).
     assert "heldout14: development;" in text
     # Rounds 12 and 13 were tuned on in session 13 (the criterion reader's stage was fitted on them).
@@ -465,7 +472,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "heldout44: sealed" not in text
     assert "heldout45: sealed" not in text
     assert "heldout46: sealed" not in text
-    assert "heldout47: sealed (written blind, not graded yet" in text
+    assert "heldout47: sealed" not in text
 
 
 LABELLED = """question = "inference-bottleneck"
