@@ -473,6 +473,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "heldout45: sealed" not in text
     assert "heldout46: sealed" not in text
     assert "heldout47: sealed" not in text
+    assert "heldout48: sealed (written blind, not graded yet" in text
 
 
 LABELLED = """question = "inference-bottleneck"
