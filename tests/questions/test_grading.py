@@ -2759,6 +2759,77 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "weight values across channels.",
             "SmoothQuant, flattens the weight distribution, clipping, extreme weight values, channels",
         ),
+        # Round 47's misconception answers, in their writers' words.
+        (
+            "8b-16-users-24gb", "bf16-one-byte",
+            "BF16 is the compact \"brain float\" format, one byte per value, which is exactly why "
+            "everyone serves in it.",
+            "BF16 is the brain float format, two bytes per value, so 8B weights take about 16 GB.",
+        ),
+        (
+            "continuous-batching-scheduler", "faster-tokens",
+            "Its main benefit is that every token comes out faster: each forward step is shorter and "
+            "per-request time per output token falls.",
+            "Its main benefit is throughput: a finished sequence leaves at once and a waiting request "
+            "takes its place.",
+        ),
+        (
+            "draft-model-vs-medusa-eagle", "heads-need-no-training",
+            "The big practical advantage is that these heads are generic: they are derived from the "
+            "target's own LM head, so there's nothing to train.",
+            "The heads must be trained for the target model before they are any use.",
+        ),
+        # Round 23's: read by meaning in "So I'd simply default to EAGLE everywhere", a sentence
+        # that names no training, until the belief required it (round 47).
+        (
+            "draft-model-vs-medusa-eagle", "heads-need-no-training",
+            "The key point is that both plug straight into any model: the heads just read the hidden "
+            "states the model already produces, so there's no training step.",
+            "The heads read the hidden states the model already produces, but they are trained for "
+            "that one model before they are any use.",
+        ),
+        (
+            "fp8-vs-int4", "fp8-runs-anywhere",
+            "Since it's just a number format, any modern datacenter GPU, A100 included, gets the same "
+            "roughly 2x compute speedup, so there's no hardware consideration in the decision.",
+            "FP8 matmuls need Hopper or Ada tensor cores: an A100 gets the memory saving and no "
+            "compute speedup.",
+        ),
+        (
+            "long-context-prefill-parallel", "pipeline-splits-prompt",
+            "Cut the 1M tokens into four 250k pieces and hand each piece to a different pipeline "
+            "stage group, so the four pieces are processed at the same time.",
+            "Pipeline parallelism splits the layers between the stages; every stage still sees the "
+            "whole prompt, one after another.",
+        ),
+        (
+            "many-lora-adapters", "merge-each",
+            "Cleanest approach: for each customer compute W + BA once offline, and store the 500 "
+            "merged checkpoints on fast NVMe.",
+            "Keep one base model on the GPU and apply each customer's low-rank B and A at run time, "
+            "batching requests for different adapters together.",
+        ),
+        (
+            "prefix-cache-what-must-match", "shared-text-anywhere",
+            "The prefix cache looks up a block whenever the same chunk shows up, say a shared "
+            "document pasted into the middle of a prompt after a different user question.",
+            "A shared document pasted into the middle of a prompt after a different user question "
+            "misses the prefix cache: only the exact leading tokens are reused.",
+        ),
+        (
+            "fp8-e4m3-vs-e5m2", "e5m2-for-inference",
+            "E5M2 has more dynamic range, and range matters more than precision for weights and "
+            "activations at inference time.",
+            "Inference uses E4M3. It has less dynamic range than E5M2 but one more bit of mantissa, "
+            "and precision matters more than range for weights and activations at inference time.",
+        ),
+        (
+            "prefill-decode-disaggregation", "swapped-bounds",
+            "You do it because prefill is memory-bound and decode is compute-bound, so each half gets "
+            "the GPU type it needs.",
+            "You do it because prefill is compute-bound and decode is memory-bound, so each pool is "
+            "tuned for its own bound.",
+        ),
     ],
 )
 def test_misconceptions_in_the_writers_words_are_flagged(
@@ -3442,6 +3513,30 @@ ROUND_45_FLASH_PARTIAL = (
     "and far fewer bytes move."
 )
 
+# Round 47's answers, whole: alone, their sentences were not read as below.
+ROUND_47_SSE_USAGE_AVOIDED = (
+    "SSE chunks are limited by the TCP maximum segment size, so a long token gets split across "
+    "several chunks and you'll over-count whenever the model emits long words. The fix is to "
+    "re-tokenize the final text with the model's tokenizer, which is the ground truth: the "
+    "tokenizer is deterministic, so encoding the output string gives exactly the tokens that "
+    "were generated. Server-reported usage counts should be avoided because they include the "
+    "prompt tokens and system prompt, which inflates the output count."
+)
+ROUND_47_ONE_TOKEN_PER_GPU = (
+    "Tensor parallelism can't be used for DeepSeek-V3's attention because MLA's heads are not "
+    "independent: the latent projection mixes all heads, so splitting them would need an "
+    "all-reduce after every head, which is too slow. Data-parallel attention avoids that "
+    "communication by running the full model on each GPU. Wide expert parallelism is chosen "
+    "because the router only picks one expert per token, so with many GPUs each GPU processes "
+    "exactly one token and latency drops to the time of a single expert. It also eliminates the "
+    "all-to-all, since each token stays on the GPU that owns its expert."
+)
+ROUND_47_QUARTER_OF_THE_BYTES = (
+    "Quantizing weights from 16-bit to 4-bit makes the model about four times smaller in bytes, "
+    "so every time the GPU loads the weights it has to transfer a quarter of the data. That "
+    "means less time moving data per generated token, which is where the speedup comes from."
+)
+
 # Round 46's answers, whole: alone, their sentences did not earn the points below.
 ROUND_46_DP_FOR_FITTING = (
     "Both halves are about fitting the model. At 671B parameters, DeepSeek-V3 is too big to "
@@ -3954,6 +4049,53 @@ ROUND_44_FP8_EVERYWHERE = (
             ROUND_46_PREEMPTION_MIXED_UP,
             "The scheduler preempts the most recently arrived request, which stalls mid-stream.",
         ),
+        # Round 47's fluent wrong answers name the point's words and say the opposite.
+        (
+            "sse-chunks-vs-tokens", "use-server-usage",
+            ROUND_47_SSE_USAGE_AVOIDED,
+            "Ask the server for usage with stream_options include_usage and read completion_tokens.",
+        ),
+        (
+            "sse-chunks-vs-tokens", "retokenize-off",
+            "The fix is to re-tokenize the final text with the model's tokenizer, which is the ground "
+            "truth: the tokenizer is deterministic.",
+            "Re-tokenizing the final text can also differ from what was generated, since the same "
+            "string can be tokenized differently.",
+        ),
+        (
+            "quantization-tradeoff", "less-memory",
+            "The weights themselves are untouched; their footprint on the GPU is exactly the same, "
+            "which is why quantized checkpoints are the same size as the originals.",
+            "Quantized weights take a quarter of the GPU memory, which leaves room for KV cache.",
+        ),
+        (
+            "prefill-decode-disaggregation", "when-not",
+            "The cost is an activation transfer at the split point, which is small, so there is "
+            "essentially no downside and it beats chunked prefill at any scale.",
+            "At small scale chunked prefill is enough, and the extra moving parts of two pools are "
+            "not worth it.",
+        ),
+        (
+            "dp-attention-wide-ep", "tokens-per-expert",
+            ROUND_47_ONE_TOKEN_PER_GPU,
+            "Spread over 320 GPUs, each expert sees enough tokens per step for its matmul to be "
+            "compute-bound.",
+        ),
+        (
+            "long-context-prefill-parallel", "ring-overlap",
+            "Go from TP=8 to TP=64 across 8 nodes. The only cost is more GPUs, since communication "
+            "is overlapped automatically by NCCL.",
+            "Each GPU passes its KV blocks to the next around a ring while it computes attention on "
+            "the block it holds, so the transfer overlaps compute.",
+        ),
+        # Round 47's partial answer: a method that "does something with outliers" is named, not
+        # explained (and "SmoothQuant" is not the "smoothing" it does).
+        (
+            "outliers-awq-gptq-smoothquant", "smoothquant",
+            "SmoothQuant does something with outliers too.",
+            "SmoothQuant migrates the activation outliers into the weights with a per-channel "
+            "smoothing scale, so both can be INT8.",
+        ),
     ],
 )
 def test_a_sentence_in_a_points_words_that_does_not_make_it_earns_nothing(
@@ -4196,6 +4338,20 @@ def test_choosing_the_smallest_card_that_fits_is_not_the_belief_that_the_cache_i
             "First the model reads the whole question you gave it, and it can do that all at once: "
             "every word of the question goes through the network side by side.",
             "Every new token has to run the whole prompt through the model again.",
+        ),
+        # Round 47's partial answer: a quarter of the bytes to move was read as the belief that
+        # the arithmetic shrinks; it now requires a word for arithmetic.
+        (
+            "weight-only-quant-speedup", "fewer-flops",
+            ROUND_47_QUARTER_OF_THE_BYTES,
+            "Low-bit weights make the multiplications cheaper, which is why it is faster.",
+        ),
+        # Round 47's paraphrase: "the layers exist" was read as the belief that the heads need
+        # no training; it now requires training or a model the heads would work on.
+        (
+            "draft-model-vs-medusa-eagle", "heads-need-no-training",
+            "Medusa if your serving software supports it and the layers exist.",
+            "You can add Medusa heads to any model and switch them on with no training at all.",
         ),
     ],
 )
