@@ -2824,6 +2824,12 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "and precision matters more than range for weights and activations at inference time.",
         ),
         (
+            "fp8-e4m3-vs-e5m2", "e-m-swapped",
+            "Inference uses E5M2, because the \"5\" is the number of mantissa bits; E4M3 has more "
+            "exponent bits and therefore more range.",
+            "E5M2 has 5 exponent bits and 2 mantissa bits, so it has the range and E4M3 the precision.",
+        ),
+        (
             "prefill-decode-disaggregation", "swapped-bounds",
             "You do it because prefill is memory-bound and decode is compute-bound, so each half gets "
             "the GPU type it needs.",
@@ -3531,6 +3537,14 @@ ROUND_47_ONE_TOKEN_PER_GPU = (
     "exactly one token and latency drops to the time of a single expert. It also eliminates the "
     "all-to-all, since each token stays on the GPU that owns its expert."
 )
+ROUND_47_FP8_OUTLIER_COPY = (
+    "Inference uses E5M2, because the \"5\" is the number of mantissa bits, which gives it the "
+    "higher precision that weights and activations need; E4M3 has more exponent bits and "
+    "therefore more range, which is why training uses it for gradients. What must accompany an "
+    "FP8 tensor is a BF16 copy of the outlier rows: FP8 can't represent outliers at all, so "
+    "engines keep the largest 1% of values in a separate 16-bit sparse matrix and add it back "
+    "after the matmul, similar to LLM.int8()."
+)
 ROUND_47_QUARTER_OF_THE_BYTES = (
     "Quantizing weights from 16-bit to 4-bit makes the model about four times smaller in bytes, "
     "so every time the GPU loads the weights it has to transfer a quarter of the data. That "
@@ -4087,6 +4101,12 @@ ROUND_44_FP8_EVERYWHERE = (
             "is overlapped automatically by NCCL.",
             "Each GPU passes its KV blocks to the next around a ring while it computes attention on "
             "the block it holds, so the transfer overlaps compute.",
+        ),
+        (
+            "fp8-e4m3-vs-e5m2", "scales",
+            ROUND_47_FP8_OUTLIER_COPY,
+            "FP8 tensors carry scale factors, per channel or per block, because outliers would "
+            "otherwise clip.",
         ),
         # Round 47's partial answer: a method that "does something with outliers" is named, not
         # explained (and "SmoothQuant" is not the "smoothing" it does).

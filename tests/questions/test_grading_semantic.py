@@ -34,6 +34,7 @@ PATTERN_ONLY_MISCONCEPTIONS = {
     ("prefill-decode-ttft", "swapped-bounds"),
     ("output-tokens-cost-more", "swapped-bounds"),
     ("output-tokens-cost-more", "swapped-parallelism"),
+    ("prefill-decode-disaggregation", "swapped-bounds"),
     # Beliefs on the same topic as the point they void, which the readers put together: with
     # statements, every "the rotation spreads the outliers" of rounds 7-17 read as gathering them,
     # and "FP8 is not self-scaling: it needs a scale" as FP8 needing none.
