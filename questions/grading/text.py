@@ -156,22 +156,23 @@ def _asks_or_quotes(text: str) -> bool:
 
 # The learner says they do not know: "GPTQ is also weight-only, but I don't remember how it
 # works", "Coordinated omission I'm honestly not sure about". First person only: "since you
-# don't know the output length in advance" states a fact.
+# don't know the output length in advance" states a fact. Or says so without saying it: a method
+# that "does something with outliers" is named, not explained.
 _ADMITS_NOT_KNOWING = re.compile(
     r"\bI(?:'m| am)(?: \w+)? not (?:sure|certain)\b"
     r"|\bI (?:do not|don't|dont|can't|cannot|can not) (?:remember|recall|know)\b"
     r"|\bI (?:forget|forgot)\b"
     r"|^\W*not sure\b"
     r"|\bI(?:'d| would) have to (?:look|read|check)\b"
-    # A method that "does something with outliers" is named, not explained (round 47's partial
-    # answer); in every earlier round no sentence says this.
+    # Round 47's partial answer; no sentence of an earlier round says this.
     r"|\b(?:does|do|did) something (?:with|to|about)\b|\bsomething to do with\b",
     re.IGNORECASE,
 )
 
 
 def _admits_not_knowing(text: str) -> bool:
-    """Whether a sentence says the learner does not know or remember something."""
+    """Whether a sentence says the learner does not know or remember something, or names a
+    mechanism only as "something"."""
     return bool(_ADMITS_NOT_KNOWING.search(text))
 
 
