@@ -2836,6 +2836,61 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "You do it because prefill is compute-bound and decode is memory-bound, so each pool is "
             "tuned for its own bound.",
         ),
+        # Round 48's misconception and wrong answers, in their own words.
+        (
+            "dp-attention-wide-ep", "wide-ep-for-capacity",
+            "For the experts, the reason to go wide is simply that the model is too big: 256 "
+            "experts per layer across 58 layers is hundreds of gigabytes of expert weights.",
+            "Wide EP is chosen so each expert sees enough tokens per step to make its matmul "
+            "efficient.",
+        ),
+        (
+            # Tensor parallelism said to shard the latent cache itself.
+            "dp-attention-wide-ep", "tp-splits-cache",
+            "Data-parallel attention is used because splitting it with TP would make it "
+            "communication-bound; TP would perfectly shard the latent cache across GPUs, but the "
+            "all-reduce costs more than it saves.",
+            "MLA's cache is a single shared latent per token, so tensor parallelism would force "
+            "every GPU to keep a full copy of it instead of a slice.",
+        ),
+        (
+            "fp8-e4m3-vs-e5m2", "fp8-needs-no-scale",
+            "No calibration or scale factors are needed; that is the main reason FP8 has displaced "
+            "INT8.",
+            "FP8 still needs scale factors, per tensor or per block, chosen by calibration.",
+        ),
+        (
+            "fp8-e4m3-vs-e5m2", "fp8-needs-no-scale",
+            "Being a floating-point format, FP8 carries its own exponent, so each value scales "
+            "itself.",
+            "FP8 still needs scale factors, per tensor or per block, chosen by calibration.",
+        ),
+        (
+            "fp8-vs-int4", "int4-more-accurate",
+            "INT4 is also the more accurate of the two, because integers represent values exactly "
+            "while floating point always introduces rounding error.",
+            "FP8 is the more accurate of the two; INT4 needs careful calibration to stay close.",
+        ),
+        (
+            "inference-bottleneck", "compute-is-the-limit",
+            "More TFLOPs means more tokens per second, so if you want generation faster you buy a "
+            "chip with higher peak FLOP/s.",
+            "More memory bandwidth means more tokens per second, because decode reads every weight "
+            "for each token.",
+        ),
+        (
+            "quantization-tradeoff", "fewer-flops",
+            "When the weights are stored in 4-bit, the matrix multiplications themselves run on "
+            "4-bit integers, so each multiply-add is far cheaper than in FP16.",
+            "With 4-bit weights the matrix multiplications still run in FP16 after the weights are "
+            "dequantized; only the bytes read shrink.",
+        ),
+        (
+            "when-self-host", "always-cheaper",
+            "That saving is there whatever your traffic looks like, so even a small team benefits.",
+            "The saving is there only at high, steady utilisation; at low traffic the API is "
+            "cheaper.",
+        ),
     ],
 )
 def test_misconceptions_in_the_writers_words_are_flagged(
@@ -3412,6 +3467,38 @@ def test_otherwise_inside_a_clause_keeps_the_claim_and_opening_a_sentence_suppos
             "At each step a rank computes blockwise attention of its queries against the K/V block "
             "it holds, then sends that K/V block to the next rank.",
         ),
+        # Round 48's paraphrases and misconception answer: the points in plain words.
+        (
+            "moe-load-imbalance", "imbalance",
+            "Real users are not uniform: the same few specialists get swamped, and the cards "
+            "holding them have far more work than the rest.",
+            "Real users write different things, and each card holds a few specialists.",
+        ),
+        (
+            "moe-load-imbalance", "slowest-gpu",
+            "Each layer can only move on when every card has finished its share, so the whole "
+            "system runs at the speed of the most overloaded card.",
+            "Each layer can only move on when every card has finished its share.",
+        ),
+        (
+            "open-vs-closed-loop", "closed-loop",
+            "In the first, you have a fixed crew of simulated callers, and each one places a call, "
+            "waits until the answer is fully back, then places the next.",
+            "In the first, you have a crew of simulated callers who place calls.",
+        ),
+        (
+            "open-vs-closed-loop", "open-loop",
+            "In the second, calls are placed according to a timetable, say five per second at "
+            "random moments, no matter whether earlier calls have been answered.",
+            "In the second, calls are placed by the crew as fast as they can.",
+        ),
+        (
+            "dp-attention-wide-ep", "latent-replicated",
+            "MLA's cache is a single shared latent per token, so tensor parallelism would force "
+            "every GPU to keep a full copy of it instead of a slice.",
+            "MLA's cache is a shared latent per token, so tensor parallelism would have every GPU "
+            "keep a slice of it.",
+        ),
     ],
 )
 def test_points_in_the_writers_plain_words_are_credited(bank, patterns_only, slug, criterion, earns, near_miss):
@@ -3549,6 +3636,16 @@ ROUND_47_QUARTER_OF_THE_BYTES = (
     "Quantizing weights from 16-bit to 4-bit makes the model about four times smaller in bytes, "
     "so every time the GPU loads the weights it has to transfer a quarter of the data. That "
     "means less time moving data per generated token, which is where the speedup comes from."
+)
+
+# Round 48's fluent wrong answer, whole: in it, the wrong victim earned the point by meaning.
+ROUND_48_LONGEST_PROMPT_VICTIM = (
+    "Swapping means the engine swaps the victim's model weights out of HBM to make room for more "
+    "KV blocks, then reloads them when the batch shrinks, which is why it needs a large swap "
+    "partition on disk. Recomputation instead keeps the weights and recomputes the attention "
+    "scores on every step without storing any KV cache for that request, trading compute for "
+    "memory permanently. Swapping is preferred on small GPUs and recomputation on large ones. The "
+    "scheduler preempts the request with the longest prompt, since it holds the most memory."
 )
 
 # Round 46's answers, whole: alone, their sentences did not earn the points below.
@@ -4116,6 +4213,23 @@ ROUND_44_FP8_EVERYWHERE = (
             "SmoothQuant migrates the activation outliers into the weights with a per-channel "
             "smoothing scale, so both can be INT8.",
         ),
+        # Round 48's partial answer: attention mass landing on the sinks says where it goes, not
+        # why softmax sends it there.
+        (
+            "sliding-window-attention-sinks", "softmax-why",
+            "Once you pass 4,096 tokens the window starts evicting the first tokens, and those "
+            "first tokens act as attention sinks: a lot of attention mass in many heads lands on "
+            "them.",
+            "Softmax weights must sum to one, so heads with nothing to attend to dump their "
+            "attention on the first tokens.",
+        ),
+        # Round 48's fluent wrong answer: the longest prompt is the wrong victim.
+        (
+            "preemption-swap-vs-recompute", "victim",
+            ROUND_48_LONGEST_PROMPT_VICTIM,
+            "The scheduler preempts the newest arrival, the lowest-priority request, so the oldest "
+            "ones finish.",
+        ),
     ],
 )
 def test_a_sentence_in_a_points_words_that_does_not_make_it_earns_nothing(
@@ -4373,6 +4487,13 @@ def test_choosing_the_smallest_card_that_fits_is_not_the_belief_that_the_cache_i
             "Medusa if your serving software supports it and the layers exist.",
             "You can add Medusa heads to any model and switch them on with no training at all.",
         ),
+        # Round 48's strong answer: a prefix cache said to be "a different thing" names nothing it
+        # would hand back; the belief now requires an answer, output or similarity named.
+        (
+            "semantic-cache-risks", "prefix-cache-stores-answers",
+            "Prefix caching is a different thing altogether.",
+            "Prefix caching also stores and returns answers.",
+        ),
     ],
 )
 def test_a_belief_is_not_read_in_a_sentence_that_names_nothing_it_is_about(
@@ -4421,6 +4542,20 @@ def test_a_sentence_that_denies_the_belief_in_its_words_is_not_read_as_stating_i
     assert "tp-splits-cache" in flagged(grade(question=dp_attention, answer=wrong))
 
 
+def test_a_latent_every_gpu_must_copy_is_not_the_belief_that_tensor_parallelism_splits_it(bank):
+    # Round 48's misconception answer opened on the right account of the latent; "instead of a
+    # slice" was read (belief reader 2.1) as the belief that tensor parallelism slices it.
+    question = bank.question("dp-attention-wide-ep")
+    right = (
+        "For attention, DeepSeek's MLA cache is a single shared latent per token, so tensor "
+        "parallelism would force every GPU to keep a full copy of it instead of a slice; "
+        "data-parallel attention avoids that by giving each GPU its own sequences and their caches."
+    )
+    result = grade(question=question, answer=right)
+    assert "tp-splits-cache" not in flagged(result)
+    assert "latent-replicated" in met(result)
+
+
 @pytest.mark.parametrize(
     ("slug", "misconception", "right", "stated"),
     [
@@ -4445,6 +4580,16 @@ def test_a_sentence_that_denies_the_belief_in_its_words_is_not_read_as_stating_i
             "verifying k draft tokens in one target pass costs roughly the same time as generating "
             "one token: free speedup.",
             "Speculative decoding with a draft model is a free speedup at any batch size.",
+        ),
+        (
+            # Round 48's strong answer: the weights "common to every sequence" are the shared
+            # operand that attention lacks.
+            "decode-attention-intensity", "batching-helps-attention",
+            "The weight matmuls get better with batch because the weights are common to every "
+            "sequence: load a weight matrix once and multiply it by B activation vectors, and "
+            "FLOPs per byte scale with B.",
+            "Batching raises the arithmetic intensity of attention, so at batch 64 attention "
+            "becomes compute-bound.",
         ),
     ],
 )
