@@ -4227,8 +4227,8 @@ ROUND_44_FP8_EVERYWHERE = (
         (
             "preemption-swap-vs-recompute", "victim",
             ROUND_48_LONGEST_PROMPT_VICTIM,
-            "The scheduler preempts the newest arrival, the lowest-priority request, so the oldest "
-            "ones finish.",
+            "The scheduler preempts the request with the most recent arrival, the lowest-priority "
+            "one, so the oldest ones finish.",
         ),
     ],
 )
