@@ -2891,6 +2891,43 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "The saving is there only at high, steady utilisation; at low traffic the API is "
             "cheaper.",
         ),
+        # Round 49's misconception and fluent wrong answers.
+        (
+            "hidden-costs-self-hosting", "one-gpu-is-enough",
+            "The GPU line is fine as long as the model fits on one H100, so one card is all the "
+            "hardware you need.",
+            "$1,825 is 730 hours of one GPU at full price, which assumes that one GPU is all you "
+            "need and that it's busy all the time.",
+        ),
+        (
+            "semantic-cache-risks", "semantic-cache-is-safe",
+            "A semantic cache cuts latency because on a hit the model doesn't run at all. It's also "
+            "low-risk: returning the stored answer gives the user exactly what the model would have "
+            "said anyway.",
+            "A semantic cache cuts latency because on a hit the model doesn't run at all. It is not "
+            "low-risk: the stored answer was written for another question and may be wrong for "
+            "this one.",
+        ),
+        (
+            "weight-only-vs-w8a8-kernels", "cpu-dequantizes-to-float",
+            "On a CPU, llama.cpp does the same conversion to FP32 and uses standard BLAS.",
+            "On a CPU, llama.cpp keeps the 4-bit blocks and multiplies them with 8-bit integer dot "
+            "products.",
+        ),
+        (
+            "quantization-tradeoff", "free-lunch",
+            "The rounding error is fully removed at dequantization time, so the outputs are "
+            "bit-identical to the original model.",
+            "The rounding error stays after dequantization, so the outputs drift slightly from the "
+            "original model.",
+        ),
+        (
+            "benchmark-warmup", "warmup-primes-cache",
+            "The warm-up also fills the KV cache with the benchmark prompts so that the measured "
+            "requests reflect the cached steady state.",
+            "The warm-up uses different prompts from the same distribution, so the measured "
+            "requests do not hit the prefix cache.",
+        ),
     ],
 )
 def test_misconceptions_in_the_writers_words_are_flagged(
@@ -3499,6 +3536,32 @@ def test_otherwise_inside_a_clause_keeps_the_claim_and_opening_a_sentence_suppos
             "MLA's cache is a shared latent per token, so tensor parallelism would have every GPU "
             "keep a slice of it.",
         ),
+        # Round 49's paraphrase names the formats by their splits with a hyphen.
+        (
+            "fp8-e4m3-vs-e5m2", "e4m3",
+            "So the 4-3 format is about twice as exact but only reaches 448.",
+            "So the other format is about twice as exact but only reaches 448.",
+        ),
+        (
+            "fp8-e4m3-vs-e5m2", "e5m2-gradients",
+            "The 5-2 format is for training, where the correction signals used to adjust the model "
+            "swing across a huge range of sizes.",
+            "The other format is for training, where the correction signals used to adjust the "
+            "model swing across a huge range of sizes.",
+        ),
+        # Round 49's fluent wrong answer: the B200 named, its speed put in wider float math; and
+        # a zero-point offset, which is not a scale.
+        (
+            "weight-only-vs-w8a8-kernels", "blackwell-fp4",
+            "The B200 has FP4 tensor cores, so the matmul runs in FP4 at twice the FP8 rate.",
+            "The B200 is faster simply because of its higher FP32 throughput.",
+        ),
+        (
+            "fp8-e4m3-vs-e5m2", "scales",
+            "FP8 tensors carry scale factors, per channel or per block, because outliers would "
+            "otherwise clip.",
+            "What comes with an FP8 tensor is a zero-point offset per tensor, like asymmetric INT8.",
+        ),
     ],
 )
 def test_points_in_the_writers_plain_words_are_credited(bank, patterns_only, slug, criterion, earns, near_miss):
@@ -3646,6 +3709,36 @@ ROUND_48_LONGEST_PROMPT_VICTIM = (
     "scores on every step without storing any KV cache for that request, trading compute for "
     "memory permanently. Swapping is preferred on small GPUs and recomputation on large ones. The "
     "scheduler preempts the request with the longest prompt, since it holds the most memory."
+)
+
+# Round 49's fluent wrong answers, whole: alone, their sentences did not earn the points they
+# were credited with.
+ROUND_49_WEIGHTS_SWAPPED = (
+    "Swapping means the engine moves the victim's model weights to CPU memory so that their space "
+    "can be used for extra KV blocks, and pages the weights back when the batch shrinks; it costs "
+    "a full weight transfer but keeps every request's cache intact. Recomputation instead keeps "
+    "the cache but recomputes the attention scores of each token on every step instead of caching "
+    "them, trading memory for FLOPs. Recompute is always preferred for long sequences because "
+    "decode is compute-bound, and swapping is reserved for short ones. The scheduler picks "
+    "whichever request has the longest prompt as the victim since it frees the most memory."
+)
+ROUND_49_CLOSED_LOOP_FOR_SLO = (
+    "An open-loop test is one where the load generator doesn't read the responses: it fires "
+    "requests and never checks results, so it only measures throughput. A closed-loop test "
+    "validates every response and feeds the measured latency back into the controller, which "
+    "adjusts the rate to hold a target P99, like a PID loop. Coordinated omission is when several "
+    "client machines accidentally synchronize their clocks and send bursts at the same instant, "
+    "which overloads the server and makes the percentiles look worse than real traffic. Because "
+    "the closed loop controls for latency directly, it's the right tool for checking an SLO."
+)
+ROUND_49_EP_SLICES_EXPERTS = (
+    "Expert parallelism splits each expert's weight matrix column-wise across GPUs, so every GPU "
+    "holds one slice of every expert; that is why it scales better than tensor parallelism, which "
+    "splits whole layers across GPUs. Its communication is a single all-gather of the router "
+    "logits at the start of each forward pass, after which every GPU knows the routing for all "
+    "layers and can compute locally. Because the all-gather happens once per step rather than "
+    "once per layer and only carries a few floats per token, it is effectively free even over "
+    "Ethernet."
 )
 
 # Round 46's answers, whole: alone, their sentences did not earn the points below.
@@ -4229,6 +4322,83 @@ ROUND_44_FP8_EVERYWHERE = (
             ROUND_48_LONGEST_PROMPT_VICTIM,
             "The scheduler preempts the request with the most recent arrival, the lowest-priority "
             "one, so the oldest ones finish.",
+        ),
+        # Round 49's fluent wrong answers: power and clocks offered as intensity, the model's
+        # weights swapped, the closed loop chosen for an SLO, each expert sliced, a kernel-speed
+        # story of paging, a bigger footprint, and a warm-up that fills the cache on purpose.
+        (
+            "arithmetic-intensity", "definition",
+            "Arithmetic intensity measures how many tokens per second a GPU produces per watt, "
+            "i.e. how intensely the arithmetic units are being used relative to power draw.",
+            "Arithmetic intensity is FLOPs performed per byte moved from memory.",
+        ),
+        (
+            "arithmetic-intensity", "ridge",
+            "Larger batches keep the clocks boosted, and the intensity climbs back toward the "
+            "ridge of the power curve.",
+            "Compare it with the ridge point, peak FLOP/s over bandwidth, about 295 FLOP/byte on "
+            "an H100.",
+        ),
+        (
+            "arithmetic-intensity", "batching-raises-it",
+            "Larger batches keep the clocks boosted, so the intensity climbs.",
+            "Batching B sequences reuses each weight read B times, so intensity grows roughly "
+            "with B.",
+        ),
+        (
+            "preemption-swap-vs-recompute", "swap",
+            "Swapping means the engine moves the victim's model weights to CPU memory so that "
+            "their space can be used for extra KV blocks.",
+            "Swapping copies the victim's KV blocks to CPU memory over PCIe and brings them back "
+            "later.",
+        ),
+        (
+            "preemption-swap-vs-recompute", "victim",
+            ROUND_49_WEIGHTS_SWAPPED,
+            "The scheduler preempts the request with the most recent arrival, the lowest-priority "
+            "one, so the oldest ones finish.",
+        ),
+        (
+            "open-vs-closed-loop", "slo-choice",
+            ROUND_49_CLOSED_LOOP_FOR_SLO,
+            "For an SLO check, use an open loop at the target arrival rate and read the P99.",
+        ),
+        (
+            "open-vs-closed-loop", "coordinated-omission",
+            ROUND_49_CLOSED_LOOP_FOR_SLO,
+            "Coordinated omission is the closed loop hiding queueing: a slow response delays the "
+            "next send, so the waiting is never measured.",
+        ),
+        (
+            "expert-parallel-all-to-all", "definition",
+            ROUND_49_EP_SLICES_EXPERTS,
+            "Expert parallelism places whole experts on different GPUs rather than a slice of "
+            "every expert on each.",
+        ),
+        (
+            "paged-attention-fragmentation", "throughput",
+            "The page summaries are kept in a page table in SRAM so the kernel never touches HBM, "
+            "which is where its 2-4x speedup over FlashAttention comes from.",
+            "Because little memory is wasted, 2-4x more sequences fit in the batch.",
+        ),
+        (
+            "paged-attention-fragmentation", "blocks-on-demand",
+            "The page summaries are kept in a page table in SRAM so the kernel never touches HBM, "
+            "which is where its 2-4x speedup over FlashAttention comes from.",
+            "The cache is split into fixed-size blocks allocated on demand as the sequence grows.",
+        ),
+        (
+            "quantization-tradeoff", "less-memory",
+            "The quantized model keeps the same weights in memory but adds codebook lookup tables "
+            "next to them, so the memory footprint actually grows slightly.",
+            "Quantization shrinks the weights, so the model takes less GPU memory.",
+        ),
+        (
+            "benchmark-warmup", "prefix-cache-trap",
+            "The warm-up also fills the KV cache with the benchmark prompts so that the measured "
+            "requests reflect the cached steady state, which is what production looks like.",
+            "If the warm-up sends the same prompts you then measure, prefix caching makes their "
+            "TTFT artificially low.",
         ),
     ],
 )
