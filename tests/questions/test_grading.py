@@ -3711,6 +3711,21 @@ ROUND_48_LONGEST_PROMPT_VICTIM = (
     "scheduler preempts the request with the longest prompt, since it holds the most memory."
 )
 
+# Rounds 48 and 49's partial answers, whole: shared blocks and copy-on-write, and no reference
+# count.
+ROUND_48_SHARED_WITHOUT_COUNT = (
+    "The prompt's KV blocks are computed once and all four samples' block tables point to the "
+    "same physical blocks. When a sample is about to write into a block that's still shared, "
+    "typically the last partially filled prompt block, the engine copies just that block for it "
+    "(copy-on-write); the full blocks stay shared."
+)
+ROUND_49_SHARED_WITHOUT_COUNT = (
+    "The prompt is only prefilled once, and all four samples' block tables point to the same "
+    "physical blocks, so the prompt's KV is stored a single time. When a sample needs to write "
+    "into a block that is still shared, the engine does copy-on-write: it copies only that block "
+    "and gives the sample its own version, while everything else stays shared."
+)
+
 # Round 49's fluent wrong answers, whole: alone, their sentences did not earn the points they
 # were credited with.
 ROUND_49_WEIGHTS_SWAPPED = (
@@ -4392,6 +4407,21 @@ ROUND_44_FP8_EVERYWHERE = (
             "The quantized model keeps the same weights in memory but adds codebook lookup tables "
             "next to them, so the memory footprint actually grows slightly.",
             "Quantization shrinks the weights, so the model takes less GPU memory.",
+        ),
+        # Rounds 3-49's partial answers: block tables that point at the same blocks, or blocks
+        # that stay shared, with no count in the sentence, are the shared blocks, not their
+        # reference counts (the criterion reader alone took 25 of them for the count).
+        (
+            "copy-on-write-sampling", "refcount",
+            ROUND_48_SHARED_WITHOUT_COUNT,
+            "The four samples' block tables all point at the same physical blocks for the prompt, "
+            "each with a reference count of 4.",
+        ),
+        (
+            "copy-on-write-sampling", "refcount",
+            ROUND_49_SHARED_WITHOUT_COUNT,
+            "Each shared block keeps a reference count of how many sequences use it, and is freed "
+            "when it drops to zero.",
         ),
         (
             "benchmark-warmup", "prefix-cache-trap",
