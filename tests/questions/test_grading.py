@@ -3711,6 +3711,15 @@ ROUND_48_LONGEST_PROMPT_VICTIM = (
     "scheduler preempts the request with the longest prompt, since it holds the most memory."
 )
 
+# Round 49's partial answer, whole: the launches and the graphs, and no fixed shapes.
+ROUND_49_CAPTURED_WITHOUT_SIZE = (
+    "With --enforce-eager, every kernel in the decode step is launched separately from Python. A "
+    "1B model's step is hundreds of tiny kernels, each taking only microseconds on the GPU, so the "
+    "launch overhead on the CPU dominates and the GPU sits idle between kernels: 6 ms. Without "
+    "the flag, vLLM uses CUDA graphs: the step's kernels are captured once and then replayed with "
+    "a single launch, which removes most of that overhead and brings the step down to about 2 ms."
+)
+
 # Rounds 48 and 49's partial answers, whole: shared blocks and copy-on-write, and no reference
 # count.
 ROUND_48_SHARED_WITHOUT_COUNT = (
@@ -4407,6 +4416,15 @@ ROUND_44_FP8_EVERYWHERE = (
             "The quantized model keeps the same weights in memory but adds codebook lookup tables "
             "next to them, so the memory footprint actually grows slightly.",
             "Quantization shrinks the weights, so the model takes less GPU memory.",
+        ),
+        # Rounds 28-34 and 49's partial answers: graphs captured once and replayed, with no size,
+        # shape, padding or batch in the sentence, are the graphs point, not the fixed shapes
+        # (the criterion reader took eight of them, two misconception answers' too, for shapes).
+        (
+            "cuda-graphs-small-batch", "shapes",
+            ROUND_49_CAPTURED_WITHOUT_SIZE,
+            "Graphs need fixed shapes, so vLLM captures a set of batch sizes and pads each real "
+            "batch up to the nearest captured size.",
         ),
         # Rounds 3-49's partial answers: block tables that point at the same blocks, or blocks
         # that stay shared, with no count in the sentence, are the shared blocks, not their
