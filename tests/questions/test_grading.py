@@ -4417,6 +4417,14 @@ ROUND_44_FP8_EVERYWHERE = (
             "next to them, so the memory footprint actually grows slightly.",
             "Quantization shrinks the weights, so the model takes less GPU memory.",
         ),
+        # Rounds 25 and 49's partial answers: AWQ "protects the important weights" and says
+        # nothing of how it finds them.
+        (
+            "outliers-awq-gptq-smoothquant", "awq",
+            "AWQ is also weight-only; it protects the important weights during quantization.",
+            "AWQ protects the salient weight channels, the ones that meet large activations, by "
+            "scaling them up before rounding.",
+        ),
         # Rounds 28-34 and 49's partial answers: graphs captured once and replayed, with no size,
         # shape, padding or batch in the sentence, are the graphs point, not the fixed shapes
         # (the criterion reader took eight of them, two misconception answers' too, for shapes).
