@@ -4387,6 +4387,14 @@ ROUND_44_FP8_EVERYWHERE = (
             ROUND_49_CLOSED_LOOP_FOR_SLO,
             "For an SLO check, use an open loop at the target arrival rate and read the P99.",
         ),
+        # Rounds 13-48's misconception answers chose the closed loop for the SLO check in a
+        # sentence that names the open loop only to set it aside.
+        (
+            "open-vs-closed-loop", "slo-choice",
+            "So for an SLO check I'd use a closed loop with more users than expected peak; it's "
+            "easier to configure and reproduce than an open-loop schedule.",
+            "For an SLO check, use an open loop at the target arrival rate and read the P99.",
+        ),
         (
             "open-vs-closed-loop", "coordinated-omission",
             ROUND_49_CLOSED_LOOP_FOR_SLO,
