@@ -4433,6 +4433,15 @@ ROUND_44_FP8_EVERYWHERE = (
             "AWQ protects the salient weight channels, the ones that meet large activations, by "
             "scaling them up before rounding.",
         ),
+        # Rounds 4-49's misconception answers: a beam that copies its parent's blocks at the fork
+        # is the copy-everything belief said of beams.
+        (
+            "copy-on-write-sampling", "beam-search",
+            "Beam search works the same way, with each new beam copying its parent's blocks when "
+            "it forks.",
+            "Beam search forks beams onto the parent's shared blocks, bumping their reference "
+            "counts, and frees them when a beam is dropped.",
+        ),
         # Rounds 28-34 and 49's partial answers: graphs captured once and replayed, with no size,
         # shape, padding or batch in the sentence, are the graphs point, not the fixed shapes
         # (the criterion reader took eight of them, two misconception answers' too, for shapes).
