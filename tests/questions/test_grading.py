@@ -4363,6 +4363,16 @@ ROUND_44_FP8_EVERYWHERE = (
             "Compare it with the ridge point, peak FLOP/s over bandwidth, about 295 FLOP/byte on "
             "an H100.",
         ),
+        # Rounds 10-48's partial answers (round 21's, whole): batch-1 decode's weight "read once
+        # and used for a single multiply-add" is the opposite of reuse across a batch.
+        (
+            "arithmetic-intensity", "batching-raises-it",
+            "Arithmetic intensity is FLOPs per byte of memory traffic. Decode at batch 1 is low "
+            "because it's a matrix-vector multiply: every BF16 weight (2 bytes) is read once and "
+            "used for a single multiply-add (2 FLOPs), so you end up at about 1 FLOP per byte.",
+            "Batching B sequences reuses each weight read B times, so intensity grows roughly "
+            "with B.",
+        ),
         (
             "arithmetic-intensity", "batching-raises-it",
             "Larger batches keep the clocks boosted, so the intensity climbs.",
