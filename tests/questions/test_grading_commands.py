@@ -183,6 +183,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout47", "1st", "run", "heldout47", "now",
         "heldout48", "1st", "run", "heldout48", "now",
         "heldout49", "1st", "run", "heldout49", "now",
+        "heldout50", "1st", "run", "heldout50", "now",
     ]
     rows = {line[:36].strip(): line[36:].split() for line in lines if line[:36].strip()}
     columns = [
@@ -207,6 +208,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout47 1st", "heldout47 now",
         "heldout48 1st", "heldout48 now",
         "heldout49 1st", "heldout49 now",
+        "heldout50 1st", "heldout50 now",
     ]
     misconception = rows["misconception (flagged and <= 50%)"]
     agreement = rows["criterion agreement"]
@@ -320,6 +322,8 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
         "heldout48": (["53/58", "91%"], "93%", "0.86", ["332/348", "95%"]),
         # Round 49 (session 41, sealed until session 42's start: the grader session 41 left).
         "heldout49": (["56/58", "97%"], "92%", "0.85", ["333/348", "96%"]),
+        # Round 50 (session 42, sealed until session 43's start: the grader session 42 left).
+        "heldout50": (["50/58", "86%"], "93%", "0.86", ["332/348", "95%"]),
     }
     for name, (flagged, agreed, kappa_, right) in first_runs.items():
         at = columns.index(f"{name} 1st")
@@ -381,6 +385,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "first run 2026-12-07 13:27 UTC at ed24bd907510" in text
     assert "first run 2026-12-07 17:04 UTC at b4e064a7c9f8" in text
     assert "first run 2026-12-07 20:09 UTC at da2c8e15229c" in text
+    assert "first run 2026-12-07 23:42 UTC at 0fa28fa6e32c" in text
     # Rounds 15-17 were tuned on in session 17: the second look's threshold was chosen on rounds
     # 7-15, a rubric fix with round 16's answers and the denial rule with round 17's.
     assert "heldout15: development;" in text and "heldout16: development;" in text
@@ -447,7 +452,9 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     # Round 49 was read and tuned on in session 42 after its first run: every graded round has
     # been read.
     assert "heldout49: development;" in text
-    assert text.count(": held-out;") == 0
+    # Round 50 was first run at session 43's start and is still held out.
+    assert "heldout50: held-out;" in text
+    assert text.count(": held-out;") == 1
     # Round 14 was tuned on in session 15 (the criterion stage refitted on rounds 7-14).
     assert "heldout14: development;" in text
     # Rounds 12 and 13 were tuned on in session 13 (the criterion reader's stage was fitted on them).
@@ -492,7 +499,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "heldout47: sealed" not in text
     assert "heldout48: sealed" not in text
     assert "heldout49: sealed" not in text
-    assert "heldout50: sealed (written blind, not graded yet" in text
+    assert "heldout50: sealed" not in text
 
 
 LABELLED = """question = "inference-bottleneck"
