@@ -500,6 +500,7 @@ def test_grading_report_shows_each_blind_rounds_first_run_next_to_today(tmp_path
     assert "heldout48: sealed" not in text
     assert "heldout49: sealed" not in text
     assert "heldout50: sealed" not in text
+    assert "heldout51: sealed (written blind, not graded yet" in text
 
 
 LABELLED = """question = "inference-bottleneck"
