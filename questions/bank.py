@@ -45,6 +45,27 @@ class BankError(Exception):
 class Concept:
     id: str
     patterns: tuple[str, ...]
+    # Words whose presence anywhere in a sentence keeps the concept from being found there:
+    # "a sentence that says X and none of these". A criterion `unless` on such a concept sets
+    # aside a sentence that names a mechanism without its reason ("the captured graph is
+    # replayed" with no word of sizes or shapes). Matched as stems, without word edges.
+    absent: tuple[str, ...] = ()
+
+
+def concept_spec(concept: Concept) -> list[str] | dict[str, list[str]]:
+    """A concept as stored in a rubric version: its patterns, with `absent` only where set, so
+    the versions of rubrics whose concepts have none do not move."""
+    if not concept.absent:
+        return list(concept.patterns)
+    return {"patterns": list(concept.patterns), "absent": list(concept.absent)}
+
+
+def concept_from_spec(concept_id: str, spec: list[str] | Mapping[str, list[str]]) -> Concept:
+    if isinstance(spec, Mapping):
+        return Concept(
+            id=concept_id, patterns=tuple(spec["patterns"]), absent=tuple(spec.get("absent", ())),
+        )
+    return Concept(id=concept_id, patterns=tuple(spec))
 
 
 @dataclass(frozen=True)
@@ -421,17 +442,19 @@ def _concepts(
             raise reader.error(at, f"concept id {concept_id!r} must be lowercase a-z, 0-9, _")
         if not isinstance(body, dict):
             raise reader.error(at, f"concept {concept_id!r} must be a table with 'patterns'")
-        reader.table(body, at, required={"patterns"}, optional={"note"})
+        reader.table(body, at, required={"patterns"}, optional={"note", "absent"})
         patterns = reader.strings(body, at, "patterns")
         if not patterns:
             raise reader.error((*at, "patterns"), f"concept {concept_id!r} has no patterns")
-        for pattern in patterns:
-            problem = _pattern_problem(pattern)
-            if problem:
-                raise reader.error(
-                    (*at, "patterns"), f"concept {concept_id!r}: {pattern!r} {problem}",
-                )
-        concepts[concept_id] = Concept(id=concept_id, patterns=patterns)
+        absent = reader.strings(body, at, "absent")
+        for key, values in (("patterns", patterns), ("absent", absent)):
+            for pattern in values:
+                problem = _pattern_problem(pattern)
+                if problem:
+                    raise reader.error(
+                        (*at, key), f"concept {concept_id!r}: {pattern!r} {problem}",
+                    )
+        concepts[concept_id] = Concept(id=concept_id, patterns=patterns, absent=absent)
     return concepts
 
 
@@ -703,7 +726,7 @@ def rubric_version(
         ],
         "choices": [vars(c) for c in choices],
         "numeric": vars(numeric) if numeric else None,
-        "concepts": {cid: list(concepts[cid].patterns) for cid in sorted(used)},
+        "concepts": {cid: concept_spec(concepts[cid]) for cid in sorted(used)},
     }
     canonical = json.dumps(payload, sort_keys=True, default=list, ensure_ascii=True)
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]

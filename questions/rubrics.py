@@ -17,7 +17,16 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from questions.bank import Choice, Concept, Criterion, FollowUp, Misconception, NumericSpec, Question
+from questions.bank import (
+    Choice,
+    Criterion,
+    FollowUp,
+    Misconception,
+    NumericSpec,
+    Question,
+    concept_from_spec,
+    concept_spec,
+)
 from questions.grading.free_text import used_concepts
 
 # Bump only if the meaning of a stored field changes; it is part of every hash.
@@ -40,7 +49,7 @@ def rubric_spec(item: Question | FollowUp) -> dict[str, Any]:
         "misconceptions": [{k: v for k, v in _plain(m).items() if k != "name"} for m in item.misconceptions],
         "choices": [_plain(c) for c in item.choices],
         "numeric": _plain(item.numeric) if item.numeric else None,
-        "concepts": {cid: list(item.concepts[cid].patterns) for cid in concept_ids},
+        "concepts": {cid: concept_spec(item.concepts[cid]) for cid in concept_ids},
         "contrasts": [list(group) for group in item.contrasts],
     }
 
@@ -63,7 +72,7 @@ def gradable_from(
             "This rubric version was stored before rubrics were kept in full; run `manage.py sync_content`."
         )
     concepts = MappingProxyType(
-        {cid: Concept(id=cid, patterns=tuple(patterns)) for cid, patterns in rubric["concepts"].items()}
+        {cid: concept_from_spec(cid, spec) for cid, spec in rubric["concepts"].items()}
     )
     contrasts = tuple(tuple(group) for group in rubric["contrasts"])
     criteria = tuple(_build(Criterion, c) for c in rubric["rubric"])

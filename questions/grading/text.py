@@ -76,6 +76,14 @@ def compile_concept(concept: Concept) -> re.Pattern[str]:
     return re.compile(f"{_EDGE}(?:{alternation}){_EDGE}", re.IGNORECASE)
 
 
+@lru_cache(maxsize=4096)
+def compile_absent(concept: Concept) -> re.Pattern[str] | None:
+    """The words whose presence in a sentence keeps `concept` from being found there, or None."""
+    if not concept.absent:
+        return None
+    return re.compile("|".join(f"(?:{word})" for word in concept.absent), re.IGNORECASE)
+
+
 def find_concept(concept: Concept, text: str) -> list[tuple[int, int]]:
     """Non-overlapping (start, end) spans of the concept in `text`, on word edges."""
     return [m.span() for m in compile_concept(concept).finditer(text) if m.end() > m.start()]
@@ -304,7 +312,9 @@ def analyse(
             cursor += 1
         probe = cursor
         while probe < len(found) and found[probe][1] < sentence.end:
-            if found[probe][2] <= sentence.end:
+            concept_id, _, end = found[probe]
+            absent = compile_absent(concepts[concept_id])
+            if end <= sentence.end and not (absent and absent.search(sentence.text)):
                 inside.append(found[probe])
             probe += 1
         occurrences: dict[str, list[Occurrence]] = {}

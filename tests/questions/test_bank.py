@@ -392,6 +392,17 @@ def test_bad_regex_in_a_concept_points_at_its_patterns(tmp_path):
     assert "not a valid regex" in error.message
 
 
+def test_a_concepts_absent_words_load_with_it_and_a_bad_one_points_at_them(tmp_path):
+    guarded = CONCEPTS + "\n[concepts.gamma]\npatterns = ['gamma']\nabsent = ['delta', 'eps\\w+']\n"
+    content = write_bank(tmp_path, ("demo.toml", set_file(GOOD_QUESTION.format(slug="q1"))))
+    (content / "concepts.toml").write_text(guarded, encoding="utf-8")
+    assert load_bank(content_dir=content).concepts["gamma"].absent == ("delta", "eps\\w+")
+    (content / "concepts.toml").write_text(guarded.replace("'delta'", "'del(ta'"), encoding="utf-8")
+    error = load_error(content)
+    assert error.line == line_of(guarded, "absent = [")
+    assert "concept 'gamma': 'del(ta' is not a valid regex" in error.message
+
+
 def test_voids_must_name_a_criterion(tmp_path):
     text = set_file(GOOD_QUESTION.format(slug="q1")).replace(
         'correction = "No."', 'voids = ["third"]\ncorrection = "No."',

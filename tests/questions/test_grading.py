@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from questions.bank import load_bank
+from questions.bank import Concept, load_bank
 from questions.grading import KEYWORD_LIST_CAP, grade, semantic
 from questions.grading.choice import ChoiceError, parse_choices
 from questions.grading.matching import used_concepts
@@ -341,6 +341,22 @@ def test_sentences_split_on_punctuation_and_lines_but_not_decimals():
         "bullet one",
         "numbered",
     ]
+
+
+def test_a_concepts_absent_words_keep_it_out_of_a_sentence_that_has_one():
+    shared = Concept(
+        id="shared", patterns=(r"point\w* (?:at|to) the same",), absent=("count", "referenc"),
+    )
+    analysis = analyse(
+        text=(
+            "The four block tables point at the same blocks. They point to the same blocks, "
+            "each with a reference count of 4. Tables that point at the same blocks: counted."
+        ),
+        concepts={"shared": shared}, concept_ids=["shared"],
+    )
+    # The words are stems, found anywhere in the sentence, before or after the concept and
+    # across a colon ("counted" holds "count").
+    assert [s.present("shared") for s in analysis.sentences] == [True, False, False]
 
 
 # --- Results -------------------------------------------------------------------------------

@@ -87,3 +87,30 @@ def test_a_version_kept_from_before_full_storage_refuses_to_grade_with_a_clear_m
         assert "sync_content" in str(error)
     else:
         raise AssertionError("a legacy rubric must not grade")
+
+
+def test_a_concepts_absent_words_are_stored_with_it_and_only_where_set():
+    question = BANK.question("copy-on-write-sampling")
+    spec = _stored(rubric_spec(question))
+    assert spec["concepts"]["shared_without_count"]["absent"][:2] == ["count", "how many"]
+    # A concept without them is stored as its patterns alone, as before the field existed, so
+    # the versions of rubrics that use none did not move.
+    assert isinstance(spec["concepts"]["copy_on_write"], list)
+    answer = (
+        "The four samples' block tables all point at the same physical blocks for the prompt, "
+        "each with a reference count of 4."
+    )
+
+    def refcount(rubric: dict) -> bool:
+        rebuilt = gradable_from(
+            question_spec=_stored(question_spec(question)), rubric=rubric, version=rubric_hash(rubric),
+        )
+        return {c.id: c.met for c in grade(question=rebuilt, answer=answer).criteria}["refcount"]
+
+    # The count in the sentence lifts the guard, from the stored rubric as from the file; a
+    # rubric stored without the words would take the point away.
+    assert refcount(spec) is True
+    unguarded = _stored(spec)
+    unguarded["concepts"]["shared_without_count"] = spec["concepts"]["shared_without_count"]["patterns"]
+    assert rubric_hash(unguarded) != rubric_hash(spec)
+    assert refcount(unguarded) is False
