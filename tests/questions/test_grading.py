@@ -2944,6 +2944,86 @@ def test_an_idle_gpu_that_costs_nothing_is_a_misconception(bank, slug, voided):
             "The warm-up uses different prompts from the same distribution, so the measured "
             "requests do not hit the prefix cache.",
         ),
+        # Round 50's misconception and fluent wrong answers.
+        (
+            "expert-parallel-all-to-all", "ep-is-replicas",
+            "Expert parallelism is basically data parallelism for MoE models: you put a full copy "
+            "of the model, all experts included, on each GPU and spread incoming requests across "
+            "them.",
+            "Expert parallelism is not data parallelism: rather than a full copy of the model on "
+            "each GPU, each GPU holds a subset of whole experts.",
+        ),
+        (
+            "gqa-mqa-kv-cache", "gqa-groups-requests",
+            "GQA is a serving-level optimization: instead of every request keeping its own KV "
+            "cache, requests are grouped so that a group of queries shares one set of keys and "
+            "values.",
+            "GQA is a change to the model: inside every request, a group of query heads shares one "
+            "set of keys and values.",
+        ),
+        (
+            "inference-bottleneck", "compute-is-the-limit",
+            "If you want a single user's stream to go faster, get a card with more TFLOP/s.",
+            "If you want a single user's stream to go faster, get a card with more memory "
+            "bandwidth.",
+        ),
+        (
+            "benchmark-warmup", "warmup-pointless",
+            "Honestly, warm-up is mostly a leftover habit from the days of JIT-compiled web "
+            "servers.",
+            "Warm-up is not a leftover habit: the first requests pay for graph capture and memory "
+            "allocation.",
+        ),
+        (
+            "benchmark-warmup", "warmup-pointless",
+            "Once the server reports ready, the very first request behaves exactly like the "
+            "thousandth, so I'd start the clock on request one.",
+            "Even after the server reports ready, the first requests pay for graph capture, so I "
+            "start the clock after a warm-up.",
+        ),
+        (
+            "benchmark-warmup", "warmup-primes-cache",
+            "Warm-up also fills the KV cache so that later requests can reuse it, so you should "
+            "warm up with the same prompts you measure.",
+            "You should not warm up with the same prompts you measure, or prefix caching makes "
+            "their TTFT artificially low.",
+        ),
+        (
+            "rotation-quantization", "rotation-gathers-outliers",
+            "Rotations help by reorganising the hidden dimensions so that all the outlier channels "
+            "are rotated into a small, fixed set of coordinates.",
+            "Rotations help by spreading each outlier channel's magnitude across all the "
+            "coordinates, so none stands out.",
+        ),
+        (
+            "speculative-decoding-how", "draft-quality",
+            "The text ends up as a mix of the two models, and quality sits somewhere between the "
+            "draft and the target.",
+            "The text is exactly what the target model alone would have sampled; the draft only "
+            "proposes tokens.",
+        ),
+        (
+            "dp-attention-wide-ep", "wide-ep-for-capacity",
+            "On the expert side it is about fitting the model: the experts are spread over "
+            "hundreds of GPUs to get enough aggregate HBM to hold them all.",
+            "On the expert side it is about tokens per expert: spread over 320 GPUs, each expert "
+            "sees about 640 tokens per step.",
+        ),
+        (
+            "prefix-cache-what-must-match", "shared-text-anywhere",
+            "So any repeated chunk of text can hit, whether it is the system prompt at the top or "
+            "a retrieved document pasted in the middle of the prompt; what matters is that the "
+            "exact tokens appear again.",
+            "Only an exact prefix hits: a document pasted in the middle of the prompt after "
+            "different instructions is recomputed.",
+        ),
+        (
+            "fp8-e4m3-vs-e5m2", "fp8-needs-no-scale",
+            "E5M2 has the wider range, which avoids any overflow; it's also why scale factors "
+            "aren't needed at inference.",
+            "E4M3 still needs scale factors at inference, per tensor or per block, to use its "
+            "range.",
+        ),
     ],
 )
 def test_misconceptions_in_the_writers_words_are_flagged(
@@ -3578,6 +3658,34 @@ def test_otherwise_inside_a_clause_keeps_the_claim_and_opening_a_sentence_suppos
             "otherwise clip.",
             "What comes with an FP8 tensor is a zero-point offset per tensor, like asymmetric INT8.",
         ),
+        # Round 50's paraphrases: the cache as "notes", attention's shares as percentages.
+        (
+            "decode-attention-intensity", "intensity",
+            "With 32 lookup heads sharing 8 sets of notes, every byte of notes fetched supports "
+            "about 4 calculations.",
+            "With 32 lookup heads sharing 8 sets of notes, every byte of notes is fetched again "
+            "for each user.",
+        ),
+        (
+            "decode-attention-intensity", "levers",
+            "The only remedies make the notes smaller: more sharing between heads, storing the "
+            "notes at lower precision such as 8 bits, or only keeping the most recent part of the "
+            "conversation.",
+            "The only remedy is a chip that does more calculations per second.",
+        ),
+        (
+            "sliding-window-attention-sinks", "softmax-why",
+            "When each word decides how much to look at every earlier word, those shares always "
+            "add up to exactly 100%.",
+            "When each word decides how much to look at every earlier word, it mostly looks at "
+            "the recent ones.",
+        ),
+        (
+            "sliding-window-attention-sinks", "first-tokens-sinks",
+            "During training the model learns to put that leftover on the first handful of words, "
+            "whatever they happen to be.",
+            "During training the model learns to put that leftover on the most recent words.",
+        ),
     ],
 )
 def test_points_in_the_writers_plain_words_are_credited(bank, patterns_only, slug, criterion, earns, near_miss):
@@ -3779,6 +3887,26 @@ ROUND_49_EP_SLICES_EXPERTS = (
     "layers and can compute locally. Because the all-gather happens once per step rather than "
     "once per layer and only carries a few floats per token, it is effectively free even over "
     "Ethernet."
+)
+
+# Round 50's fluent wrong answers, whole.
+ROUND_50_LOOPS_MIXED_UP = (
+    "A closed-loop test sends requests at a fixed rate and feeds the measured latency back into "
+    "the generator to adjust the rate, like a control loop; an open-loop test has no feedback and "
+    "just sends as fast as the connection allows. Coordinated omission happens when several "
+    "clients send at exactly the same instant and their requests collide, so some are dropped by "
+    "the load balancer and omitted from the results. For an SLO check you want the closed loop, "
+    "since the feedback keeps the server right at its latency target, and Little's law then gives "
+    "you the SLO directly as throughput divided by concurrency."
+)
+ROUND_50_FLOPS_CEILING = (
+    "The main thing to check is the GPU's peak FLOPs, since tokens per second is just FLOP/s "
+    "divided by FLOPs per token. An H100 has about 1,000 TFLOP/s of BF16, and at 2 FLOPs per "
+    "parameter per token that caps an 8B model at about 60,000 tokens/s, so 12,000 is plausible at "
+    "roughly 20% utilization. If their number is above the FLOP-derived ceiling, it is fake; if it "
+    "is below, it is credible and can be compared directly with ours, because the model and batch "
+    "size do not change the ceiling. Latency is a separate matter and does not affect throughput "
+    "claims."
 )
 
 # Round 46's answers, whole: alone, their sentences did not earn the points below.
@@ -4498,6 +4626,58 @@ ROUND_44_FP8_EVERYWHERE = (
             "requests reflect the cached steady state, which is what production looks like.",
             "If the warm-up sends the same prompts you then measure, prefix caching makes their "
             "TTFT artificially low.",
+        ),
+        # Round 50's fluent wrong and partial answers.
+        (
+            "dp-attention-wide-ep", "dp-attention",
+            "Data-parallel attention means each GPU runs a different layer of attention, like a "
+            "pipeline, so activations flow from GPU to GPU.",
+            "Data-parallel attention means each GPU runs attention for its own sequences and keeps "
+            "only their latents.",
+        ),
+        (
+            "dp-attention-wide-ep", "tokens-per-expert",
+            "Wide EP is used because spreading the experts gives more total FLOPs per token; the "
+            "number of tokens per expert does not matter, since each expert processes its tokens "
+            "one at a time.",
+            "Wide EP gives each expert enough tokens per step, about 640 on 320 GPUs, for its "
+            "matmul to be compute-bound.",
+        ),
+        (
+            "open-vs-closed-loop", "closed-loop", ROUND_50_LOOPS_MIXED_UP,
+            "In a closed loop a fixed number of clients each wait for the response before sending "
+            "the next request.",
+        ),
+        (
+            "open-vs-closed-loop", "coordinated-omission", ROUND_50_LOOPS_MIXED_UP,
+            "Coordinated omission: when the server stalls, the closed-loop client stops sending, so "
+            "the requests that would have queued go unmeasured and the percentiles look too good.",
+        ),
+        (
+            "open-vs-closed-loop", "littles-law", ROUND_50_LOOPS_MIXED_UP,
+            "By Little's law, 32 users each taking 8 seconds offer only 4 requests per second.",
+        ),
+        (
+            "reading-a-benchmark", "workload", ROUND_50_FLOPS_CEILING,
+            "Ask which model and precision they ran, and the input and output lengths.",
+        ),
+        (
+            "reading-a-benchmark", "load-and-latency", ROUND_50_FLOPS_CEILING,
+            "Ask at what concurrency it was measured and what TTFT and TPOT came with it.",
+        ),
+        (
+            "outliers-awq-gptq-smoothquant", "awq",
+            'AWQ is also weight-only; it\'s "activation-aware", it uses activations to decide '
+            "which weights are important.",
+            "AWQ uses activations to decide which weights are important and scales those channels "
+            "up before rounding.",
+        ),
+        (
+            "fp8-e4m3-vs-e5m2", "scales",
+            "Inference uses E5M2, because activations have massive outliers and E5M2 has the wider "
+            "range; it's also why scale factors aren't needed at inference.",
+            "FP8 tensors carry scale factors, per tensor or per block, because outliers would "
+            "otherwise clip.",
         ),
     ],
 )
