@@ -4679,6 +4679,22 @@ ROUND_44_FP8_EVERYWHERE = (
             "FP8 tensors carry scale factors, per tensor or per block, because outliers would "
             "otherwise clip.",
         ),
+        # Rounds 5-50's misconception and fluent wrong answers: blocks paged out to CPU RAM and
+        # back "on demand", or a block table that picks the pages relevant to each query, are not
+        # PagedAttention's blocks (30 decisions of rounds 5-50 agree now, none away).
+        (
+            "paged-attention-fragmentation", "blocks-on-demand",
+            "It pages the cache out to CPU RAM in blocks and pages blocks back into the GPU on "
+            "demand when attention needs them, just like an OS swapping pages to disk.",
+            "The cache is split into fixed-size blocks allocated on demand as the sequence grows, "
+            "and a block table maps each sequence's logical blocks to physical blocks in GPU "
+            "memory.",
+        ),
+        (
+            "paged-attention-fragmentation", "blocks-on-demand",
+            "The block table records which pages are relevant to each query.",
+            "A block table records where each of the sequence's blocks lives in GPU memory.",
+        ),
     ],
 )
 def test_a_sentence_in_a_points_words_that_does_not_make_it_earns_nothing(
