@@ -3889,6 +3889,16 @@ ROUND_49_EP_SLICES_EXPERTS = (
     "Ethernet."
 )
 
+# Round 11's fluent wrong answer, whole: swapping writes the weights out to NVMe.
+ROUND_11_WEIGHTS_TO_NVME = (
+    "The two differ in what gets evicted. Swapping writes the victim's share of the model weights "
+    "out to NVMe so the freed HBM can hold more KV blocks, and reloads them when the victim "
+    "resumes; recomputation keeps the weights but re-runs only the last layer's attention for the "
+    "victim, which is nearly free. Swap's cost is disk I/O at around 7 GB/s, so it only wins on "
+    "machines with very fast local NVMe; everywhere else recompute is better. The engine always "
+    "preempts the request with the longest context, since that frees the most blocks at once."
+)
+
 # Round 50's fluent wrong answers, whole.
 ROUND_50_LOOPS_MIXED_UP = (
     "A closed-loop test sends requests at a fixed rate and feeds the measured latency back into "
@@ -4694,6 +4704,20 @@ ROUND_44_FP8_EVERYWHERE = (
             "paged-attention-fragmentation", "blocks-on-demand",
             "The block table records which pages are relevant to each query.",
             "A block table records where each of the sequence's blocks lives in GPU memory.",
+        ),
+        # Rounds 11-36's fluent wrong answers swap the model weights out, each in its own verb,
+        # which is not swapping the victim's KV blocks (four of them now score under the bar).
+        (
+            "preemption-swap-vs-recompute", "swap",
+            "When KV blocks run out, the engine frees memory by swapping some layers' weights to CPU "
+            "memory and streaming them back each step.",
+            "Swapping copies the victim's KV blocks to CPU memory over PCIe and copies them back "
+            "when it resumes.",
+        ),
+        (
+            "preemption-swap-vs-recompute", "swap", ROUND_11_WEIGHTS_TO_NVME,
+            "Swapping copies the victim's KV blocks to CPU memory over PCIe and copies them back "
+            "when it resumes.",
         ),
     ],
 )
