@@ -60,7 +60,7 @@ def concept_spec(concept: Concept) -> list[str] | dict[str, list[str]]:
     return {"patterns": list(concept.patterns), "absent": list(concept.absent)}
 
 
-def concept_from_spec(concept_id: str, spec: list[str] | Mapping[str, list[str]]) -> Concept:
+def concept_from_spec(*, concept_id: str, spec: list[str] | Mapping[str, list[str]]) -> Concept:
     if isinstance(spec, Mapping):
         return Concept(
             id=concept_id, patterns=tuple(spec["patterns"]), absent=tuple(spec.get("absent", ())),

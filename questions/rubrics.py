@@ -72,7 +72,7 @@ def gradable_from(
             "This rubric version was stored before rubrics were kept in full; run `manage.py sync_content`."
         )
     concepts = MappingProxyType(
-        {cid: concept_from_spec(cid, spec) for cid, spec in rubric["concepts"].items()}
+        {cid: concept_from_spec(concept_id=cid, spec=spec) for cid, spec in rubric["concepts"].items()}
     )
     contrasts = tuple(tuple(group) for group in rubric["contrasts"])
     criteria = tuple(_build(Criterion, c) for c in rubric["rubric"])
